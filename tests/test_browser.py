@@ -1,0 +1,454 @@
+"""The built site in a real browser (headless Chromium through Playwright).
+
+Every page in the nav of mkdocs.yml is opened from a local server, and must:
+
+- load, with every resource it asks for, from 127.0.0.1 alone and without an error;
+- log no console error and raise no uncaught exception;
+- give each code block a copy button that copies exactly the code;
+- lay out its math (MathML rendered at build time) and its diagrams (inline SVG),
+  give every image and every diagram an accessible name, and show no raw LaTeX;
+- on a notebook page, show the outputs stored in the notebook.
+
+Search finds the multi-GPU page, and the palette toggle switches to dark and back.
+A full-page screenshot of every page, and of each diagram in light and dark, is saved
+to $BROWSER_SCREENSHOTS (or a temporary folder); the summary at the end says where.
+
+The browser is the system Chromium (`apt-get install -y chromium`, or
+.ci/install-browser.sh); `playwright install` is never needed.
+"""
+
+import functools
+import http.server
+import json
+import os
+import re
+import shutil
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+from mkdocs.utils.yaml import yaml_load
+
+try:
+    from playwright.sync_api import Error as PlaywrightError
+    from playwright.sync_api import expect, sync_playwright
+except ImportError:  # reported by the `chromium` fixture: skipped locally, a failure on CI
+    sync_playwright = None
+
+ROOT = Path(__file__).resolve().parents[1]
+MKDOCS_YML = ROOT / "mkdocs.yml"
+HOST = "127.0.0.1"
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-quic",
+    "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+INSTALL_HINT = (
+    "install it with `sudo apt-get install -y chromium` (Debian/Ubuntu; or run .ci/install-browser.sh) "
+    "and `pip install -r requirements.txt` for the playwright package; the system Chromium is used, "
+    "`playwright install` is not needed. Set CHROMIUM=/path/to/chromium to use another build."
+)
+MULTI_GPU_PAGE = "a9-multi-gpu-training"
+OK_STATUS = {200, 304}  # 304: the browser revalidated its cached copy of an asset
+
+
+# ---------------------------------------------------------------------------
+# The pages: read from the nav of mkdocs.yml, so that a new page is checked too.
+
+def _nav_sources(entries) -> list[str]:
+    sources = []
+    for entry in entries:
+        if isinstance(entry, dict):
+            entry = next(iter(entry.values()))
+        if isinstance(entry, list):
+            sources += _nav_sources(entry)
+        elif isinstance(entry, str) and "://" not in entry:
+            sources.append(entry)
+    return sources
+
+
+def _page_url(source: str, use_directory_urls: bool) -> str:
+    """The URL of a nav entry relative to the site root, as MkDocs writes it."""
+    stem = source.rsplit(".", 1)[0]
+    if stem == "index" or stem.endswith("/index"):
+        return stem[: -len("index")]
+    return f"{stem}/" if use_directory_urls else f"{stem}.html"
+
+
+def nav_pages() -> list[tuple[str, str]]:
+    """(source path under docs/, URL) of every page in the nav, in nav order."""
+    config = yaml_load(MKDOCS_YML.read_text())
+    use_directory_urls = config.get("use_directory_urls", True)
+    return [(source, _page_url(source, use_directory_urls)) for source in _nav_sources(config.get("nav", []))]
+
+
+PAGES = nav_pages()
+
+
+def screenshot_name(url: str) -> str:
+    return re.sub(r"[^\w.-]+", "-", url.rstrip("/").removesuffix(".html")).strip("-") or "index"
+
+
+# ---------------------------------------------------------------------------
+# What the browser saw while a page was open.
+
+@dataclass
+class Recorder:
+    """Network and console events, collected between two `reset()` calls."""
+
+    outside: list[str] = field(default_factory=list)
+    bad_responses: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    console_errors: list[str] = field(default_factory=list)
+    page_errors: list[str] = field(default_factory=list)
+
+    def reset(self):
+        for name in self.__dataclass_fields__:
+            getattr(self, name).clear()
+
+    def problems(self) -> list[str]:
+        return ([f"request to another host (blocked): {url}" for url in self.outside]
+                + [f"bad response: {line}" for line in self.bad_responses]
+                + [f"request failed: {line}" for line in self.failed]
+                + [f"console error: {line}" for line in self.console_errors]
+                + [f"uncaught page error: {line}" for line in self.page_errors])
+
+    def route(self, route):
+        url = route.request.url
+        if urlsplit(url).hostname == HOST:
+            route.continue_()
+        else:
+            self.outside.append(url)
+            route.abort("blockedbyclient")
+
+    def on_response(self, response):
+        if response.status not in OK_STATUS:
+            self.bad_responses.append(f"{response.status} {response.url}")
+
+    def on_request_failed(self, request):
+        if urlsplit(request.url).hostname == HOST:  # outside requests are reported as such
+            self.failed.append(f"{request.url} ({request.failure})")
+
+    def on_console(self, message):
+        if message.type == "error":
+            location = message.location or {}
+            where = f" [{location.get('url')}:{location.get('lineNumber')}]" if location.get("url") else ""
+            self.console_errors.append(f"{message.text}{where}")
+
+    def on_page_error(self, error):
+        self.page_errors.append(str(error))
+
+
+# ---------------------------------------------------------------------------
+# Fixtures: one server, one browser, one context and one tab for the whole session.
+
+@pytest.fixture(scope="session")
+def chromium() -> str:
+    """The Chromium executable; skip (locally) or fail (CI=true) when it or playwright is missing."""
+    path = os.environ.get("CHROMIUM") or next(
+        (p for p in ("/usr/bin/chromium", shutil.which("chromium"), shutil.which("chromium-browser"))
+         if p and os.access(p, os.X_OK)), None)
+    missing = []
+    if sync_playwright is None:
+        missing.append("the playwright Python package is not importable")
+    if not path:
+        missing.append("Chromium is not installed (no /usr/bin/chromium, no `chromium` on PATH)")
+    if missing:
+        message = f"browser tests need a browser: {'; '.join(missing)}. To run them, {INSTALL_HINT}"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message, pytrace=False)
+        pytest.skip(message)
+    return path
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format, *args):
+        pass
+
+
+@pytest.fixture(scope="session")
+def site_url(chromium, built_site):
+    """The built site, served on 127.0.0.1 at a free port."""
+    server = http.server.ThreadingHTTPServer((HOST, 0), functools.partial(_QuietHandler, directory=built_site))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://{HOST}:{server.server_address[1]}/"
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture(scope="session")
+def screenshots(request, tmp_path_factory) -> Path:
+    """Where the screenshots go; said in the summary at the end of the run."""
+    folder = Path(os.environ["BROWSER_SCREENSHOTS"]) if os.environ.get("BROWSER_SCREENSHOTS") else (
+        tmp_path_factory.mktemp("browser-screenshots"))
+    folder.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    line = f"browser screenshots: {folder}"
+    print(f"\n{line}", file=sys.stderr)
+
+    class Summary:  # a plugin, so that the line shows even when output is captured
+        @staticmethod
+        def pytest_terminal_summary(terminalreporter):
+            elapsed = time.perf_counter() - started
+            terminalreporter.write_line(f"{line} ({elapsed:.1f} s of browser checks)")
+
+    request.config.pluginmanager.register(Summary(), "browser-screenshots-summary")
+    return folder
+
+
+@pytest.fixture(scope="session")
+def browser(chromium):
+    playwright = sync_playwright().start()
+    try:
+        browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+    except PlaywrightError as error:
+        playwright.stop()
+        pytest.fail(f"Chromium at {chromium} did not start: {error}\nTo fix it, {INSTALL_HINT}", pytrace=False)
+    yield browser
+    browser.close()
+    playwright.stop()
+
+
+@pytest.fixture(scope="session")
+def recorder() -> Recorder:
+    return Recorder()
+
+
+@pytest.fixture(scope="session")
+def session_tab(browser, site_url, recorder):
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, color_scheme="light",
+                                  base_url=site_url, service_workers="block")
+    context.grant_permissions(["clipboard-read", "clipboard-write"], origin=site_url.rstrip("/"))
+    context.set_default_timeout(15_000)
+    context.route("**/*", recorder.route)
+    page = context.new_page()
+    page.on("response", recorder.on_response)
+    page.on("requestfailed", recorder.on_request_failed)
+    page.on("console", recorder.on_console)
+    page.on("pageerror", recorder.on_page_error)
+    yield page
+    context.close()
+
+
+@pytest.fixture
+def tab(session_tab, recorder):
+    """The session's one tab, with a fresh record of what it sees."""
+    recorder.reset()
+    return session_tab
+
+
+def open_page(tab, url: str) -> list[str]:
+    """Go to `url` (relative to the site) and wait until the network is quiet; problems of the document."""
+    response = tab.goto(url, wait_until="networkidle")
+    if response is None or response.status != 200:
+        return [f"the page itself answered {response.status if response else 'nothing'}"]
+    return []
+
+
+# ---------------------------------------------------------------------------
+# The checks made inside the page, in one round trip.
+
+INSPECT_PAGE = r"""
+() => {
+  const problems = [];
+  const content = document.querySelector(".md-content") || document.body;
+  const shown = el => el.checkVisibility();
+  const sized = el => { const r = el.getBoundingClientRect(); return r.width > 0 && r.height > 0; };
+  const snippet = text => JSON.stringify(text.trim().replace(/\s+/g, " ").slice(0, 50));
+
+  // Code blocks and their copy buttons (Material: button[data-clipboard-target] in the <pre>).
+  const blocks = [...content.querySelectorAll("pre > code")].filter(code => !code.closest(".no-copy"));
+  const copyable = [];
+  blocks.forEach((code, i) => {
+    const name = `code block ${i + 1} ${snippet(code.textContent)}`;
+    const button = code.parentElement.querySelector(
+      "button.md-clipboard[data-clipboard-target], button[data-md-type=copy][data-clipboard-target]");
+    if (!button) { problems.push(`${name} has no copy button`); return; }
+    const target = document.querySelector(button.dataset.clipboardTarget);
+    if (!target) problems.push(`${name}: its copy button's target ${button.dataset.clipboardTarget} is not on the page`);
+    else if (!target.textContent.trim()) problems.push(`${name}: its copy button's target is empty`);
+    else if (target !== code) problems.push(`${name}: its copy button copies another element`);
+    else copyable.push(i);
+  });
+
+  // Math: MathML rendered at build time must be laid out (hidden tabs and closed details aside).
+  const maths = [...content.querySelectorAll("math")];
+  maths.filter(shown).forEach((m, i) => {
+    if (!sized(m)) problems.push(`math ${i + 1} ${snippet(m.textContent)} has an empty bounding box`);
+  });
+  maths.forEach((m, i) => {
+    if (m.querySelector("merror")) problems.push(`math ${i + 1} ${snippet(m.textContent)} contains <merror>`);
+  });
+
+  // LaTeX that was never rendered: in prose, outside code and math.
+  const latex = /\\(frac|sigma|partial|sum|prod|cdot|times|mathbf|mathrm|left|right|quad|begin)\b|\$\$|\$[^$\s][^$]*[\\^_][^$]*\$/;
+  const walker = document.createTreeWalker(content, NodeFilter.SHOW_TEXT, {
+    acceptNode: node => node.parentElement.closest("pre, code, math, script, style, svg, textarea")
+      ? NodeFilter.FILTER_REJECT : NodeFilter.FILTER_ACCEPT,
+  });
+  for (let node; (node = walker.nextNode());) {
+    if (latex.test(node.textContent)) problems.push(`raw LaTeX in the text: ${snippet(node.textContent)}`);
+  }
+
+  // Diagrams: an inline SVG in every figure.diagram, laid out.
+  const figures = [...content.querySelectorAll("figure.diagram")];
+  figures.forEach((figure, i) => {
+    const svg = figure.querySelector("svg");
+    if (!svg) problems.push(`diagram ${i + 1} has no <svg>`);
+    else if (!shown(svg) || !sized(svg)) problems.push(`diagram ${i + 1} is not visible`);
+    else {
+      // Drawn for its viewBox width: shown much narrower than that (and than the column), its text is unreadable.
+      const drawn = svg.viewBox.baseVal && svg.viewBox.baseVal.width;
+      const room = Math.min(drawn || Infinity, content.querySelector("article")?.clientWidth || content.clientWidth);
+      const width = svg.getBoundingClientRect().width;
+      if (width < 0.75 * room) problems.push(
+        `diagram ${i + 1} is ${Math.round(width)} px wide, though drawn ${drawn} px wide with ${Math.round(room)} px of room: ` +
+        "give figure.diagram (and its svg) the full width of the column");
+    }
+  });
+
+  // Accessible names: every <img> has alt text, every svg[role=img] a name.
+  document.querySelectorAll("img").forEach(img => {
+    if (!(img.getAttribute("alt") || "").trim()) problems.push(`<img src="${img.getAttribute("src")}"> has no alt text`);
+  });
+  document.querySelectorAll('svg[role="img"]').forEach((svg, i) => {
+    const ids = (svg.getAttribute("aria-labelledby") || "").split(/\s+/).filter(Boolean);
+    const named = ids.map(id => document.getElementById(id)).filter(Boolean).map(el => el.textContent.trim()).join(" ");
+    const name = named || (svg.getAttribute("aria-label") || "").trim();
+    if (!name) problems.push(`svg[role=img] ${i + 1} has no accessible name (aria-labelledby or aria-label)`);
+    ids.forEach(id => {
+      const count = document.querySelectorAll(`[id="${CSS.escape(id)}"]`).length;
+      if (count !== 1) problems.push(`svg[role=img] ${i + 1}: id "${id}" is on ${count} elements`);
+    });
+  });
+  // Inlined SVGs share the page's ids: a marker or gradient defined twice breaks the second figure.
+  const svgIds = [...document.querySelectorAll("svg [id]")].map(el => el.id);
+  [...new Set(svgIds.filter((id, i) => svgIds.indexOf(id) !== i))].forEach(id =>
+    problems.push(`id "${id}" is defined more than once inside inline SVGs`));
+
+  // Notebooks (mkdocs-jupyter): outputs shown and not empty.
+  const cells = [...content.querySelectorAll(".jp-CodeCell")].filter(cell => !cell.querySelector(".jp-CodeCell"));
+  const outputs = [...content.querySelectorAll(".jp-OutputArea-output")];
+  outputs.forEach((out, i) => {
+    const empty = !out.innerText.trim() && !out.querySelector("img, svg, canvas, table");
+    if (empty || !shown(out) || !sized(out)) problems.push(`notebook output ${i + 1} is empty or not shown`);
+  });
+  const cellsWithOutput = cells.filter(cell => cell.querySelector(".jp-OutputArea-output")).length;
+
+  return {problems, copyable, maths: maths.length, figures: figures.length, cells: cells.length, cellsWithOutput};
+}
+"""
+
+COPY_EXPECTED = """
+i => {
+  const code = [...document.querySelectorAll(".md-content pre > code")].filter(c => !c.closest(".no-copy"))[i];
+  const clone = code.cloneNode(true);
+  clone.querySelectorAll(".md-annotation").forEach(el => el.remove());  // annotations are not copied
+  return clone.textContent.trimEnd();
+}
+"""
+
+
+def check_copy_button(tab, index: int) -> list[str]:
+    """Click the copy button of code block `index` and read the clipboard back."""
+    tab.evaluate("navigator.clipboard.writeText('')")
+    expected = tab.evaluate(COPY_EXPECTED, index)
+    button = tab.locator(".md-content pre:has(> code)").nth(index).locator("button[data-clipboard-target]")
+    button.scroll_into_view_if_needed()
+    button.click()
+    try:
+        tab.wait_for_function("expected => navigator.clipboard.readText().then(t => t === expected)",
+                              arg=expected, timeout=5_000)
+    except PlaywrightError:
+        copied = tab.evaluate("navigator.clipboard.readText()")
+        return [f"copy button of code block {index + 1} put {copied[:80]!r} on the clipboard, "
+                f"expected {expected[:80]!r}"]
+    return []
+
+
+def notebook_cells_with_output(source: str) -> int:
+    notebook = json.loads((ROOT / "docs" / source).read_text())
+    return sum(1 for cell in notebook["cells"] if cell["cell_type"] == "code" and cell.get("outputs"))
+
+
+def shoot_diagrams(tab, folder: Path, name: str) -> list[str]:
+    """Screenshot each diagram in the light and the dark palette; its colour must follow the palette."""
+    problems, colours = [], {}
+    figures = tab.locator(".md-content figure.diagram")
+    for scheme in ("default", "slate"):
+        tab.evaluate("scheme => document.body.setAttribute('data-md-color-scheme', scheme)", scheme)
+        for i in range(figures.count()):
+            figure = figures.nth(i)
+            colours.setdefault(i, []).append(figure.locator("svg").first.evaluate("s => getComputedStyle(s).color"))
+            figure.screenshot(path=folder / f"{name}--diagram-{i + 1}-{'dark' if scheme == 'slate' else 'light'}.png",
+                              animations="disabled")
+    tab.evaluate("() => document.body.setAttribute('data-md-color-scheme', 'default')")
+    problems += [f"diagram {i + 1} has the same colour ({light}) in the light and the dark palette"
+                 for i, (light, dark) in colours.items() if light == dark]
+    return problems
+
+
+# ---------------------------------------------------------------------------
+# The tests.
+
+@pytest.mark.parametrize(("source", "url"), PAGES, ids=[url or "index" for _, url in PAGES])
+def test_page_works_in_a_browser(tab, recorder, screenshots, source, url):
+    problems = open_page(tab, url)
+    found = tab.evaluate(INSPECT_PAGE)
+    problems += found["problems"]
+    if found["copyable"]:
+        problems += check_copy_button(tab, found["copyable"][0])
+    if source.endswith(".ipynb"):
+        expected = notebook_cells_with_output(source)
+        if not found["cellsWithOutput"]:
+            problems.append(f"notebook page shows no outputs ({found['cells']} code cells, {expected} with outputs "
+                            f"in docs/{source})")
+        elif found["cellsWithOutput"] != expected:
+            problems.append(f"notebook page shows outputs under {found['cellsWithOutput']} code cells, "
+                            f"docs/{source} has {expected} with outputs")
+    name = screenshot_name(url)
+    if found["figures"]:
+        problems += shoot_diagrams(tab, screenshots, name)
+    tab.screenshot(path=screenshots / f"{name}.png", full_page=True, animations="disabled")
+    problems += recorder.problems()
+    assert not problems, f"{url or 'index'} ({tab.url}):\n  " + "\n  ".join(problems)
+
+
+def test_search_finds_distributed_sampler_on_the_multi_gpu_page(tab, recorder):
+    problems = open_page(tab, "")
+    tab.keyboard.press("/")  # Material's shortcut; clicking the search field does the same
+    search = tab.locator("input.md-search__input")
+    if not search.evaluate("el => el === document.activeElement"):
+        tab.locator("label.md-search__icon").first.click()
+    search.press_sequentially("DistributedSampler")  # Material reads the query on keyup, so type it
+    result = tab.locator(f".md-search-result__item a[href*='{MULTI_GPU_PAGE}']").first
+    expect(result).to_be_visible()
+    result.click()
+    expect(tab).to_have_url(re.compile(rf"/{MULTI_GPU_PAGE}(/|\.html)"))
+    expect(tab.locator(".md-content h1")).to_be_visible()
+    expect(tab.locator(".md-content").first).to_contain_text("DistributedSampler")
+    tab.wait_for_load_state("networkidle")
+    problems += recorder.problems()
+    assert not problems, "\n".join(problems)
+
+
+def test_palette_toggle_switches_to_dark_and_back(tab, recorder):
+    problems = open_page(tab, "")
+    body = tab.locator("body")
+    expect(body).to_have_attribute("data-md-color-scheme", "default")
+    light_background = body.evaluate("b => getComputedStyle(b).backgroundColor")
+    toggle = tab.locator("form[data-md-component=palette] label:visible")
+    toggle.click()
+    expect(body).to_have_attribute("data-md-color-scheme", "slate")
+    dark_background = body.evaluate("b => getComputedStyle(b).backgroundColor")
+    assert dark_background != light_background, f"the dark palette kept the background {light_background}"
+    toggle.click()
+    expect(body).to_have_attribute("data-md-color-scheme", "default")
+    tab.reload(wait_until="networkidle")  # the choice is remembered, so the next visit is light again
+    expect(body).to_have_attribute("data-md-color-scheme", "default")
+    problems += recorder.problems()
+    assert not problems, "\n".join(problems)

@@ -1,0 +1,1 @@
+"""Maintainer tooling: record outputs, generate notebooks, MkDocs hooks, benchmarks."""

@@ -1,0 +1,67 @@
+"""Read the named sections of a snippet module (`# --8<-- [start:NAME]` … `# --8<-- [end:NAME]`).
+
+The same markers are what `pymdownx.snippets` includes on the pages, so a page, the
+recorder and the notebooks all see the same code.
+"""
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SNIPPETS = ROOT / "snippets"
+OUTPUTS = SNIPPETS / "outputs"
+
+MARKER = re.compile(r"^\s*# --8<-- \[(start|end):([\w-]+)\]\s*$")
+
+
+@dataclass
+class Chunk:
+    """A run of lines in file order: a named section, or the code between sections (name None)."""
+
+    name: str | None
+    code: str
+    first_line: int  # 1-based line number in the file, for tracebacks
+
+
+def read_chunks(path: Path) -> list[Chunk]:
+    """Split a module into chunks in file order; raise ValueError on unbalanced or nested markers."""
+    chunks, current, lines, start = [], None, [], 1
+    for number, line in enumerate(path.read_text().splitlines(), start=1):
+        match = MARKER.match(line)
+        if not match:
+            lines.append(line)
+            continue
+        kind, name = match.groups()
+        if kind == "start":
+            if current is not None:
+                raise ValueError(f"{path.name}:{number}: section '{name}' starts inside section '{current}'")
+            chunks.append(Chunk(None, "\n".join(lines), start))
+            current = name
+        else:
+            if name != current:
+                raise ValueError(f"{path.name}:{number}: end of '{name}' but the open section is {current!r}")
+            chunks.append(Chunk(name, "\n".join(lines), start))
+            current = None
+        lines, start = [], number + 1
+    if current is not None:
+        raise ValueError(f"{path.name}: section '{current}' is never ended")
+    chunks.append(Chunk(None, "\n".join(lines), start))
+    names = [c.name for c in chunks if c.name]
+    duplicated = {n for n in names if names.count(n) > 1}
+    if duplicated:
+        raise ValueError(f"{path.name}: sections named twice: {', '.join(sorted(duplicated))}")
+    return [c for c in chunks if c.name or c.code.strip()]
+
+
+def section_code(module: str, name: str) -> str:
+    """The code of one section, as a page shows it."""
+    for chunk in read_chunks(SNIPPETS / f"{module}.py"):
+        if chunk.name == name:
+            return chunk.code.strip("\n")
+    raise KeyError(f"snippets/{module}.py has no section '{name}'")
+
+
+def recorded_modules() -> list[Path]:
+    """The chapter and exercise modules, whose printed output is recorded (not the shared library)."""
+    return sorted(SNIPPETS.glob("a[0-9]*_*.py")) + sorted(SNIPPETS.glob("exercise_*.py"))
