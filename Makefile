@@ -1,5 +1,7 @@
 # Every target sets up .venv first (once: the stamp file remembers), so each works on a fresh clone.
 PYTHON ?= python3
+# MkDocs 1.6 prints a notice about its successor on every build otherwise.
+export NO_MKDOCS_2_WARNING := 1
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed

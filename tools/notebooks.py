@@ -16,7 +16,6 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import nbformat
-from nbclient import NotebookClient
 
 from tools.sections import ROOT, section_code
 
@@ -120,6 +119,8 @@ def _merge_streams(outputs: list) -> list:
 
 def execute(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
     """Run every cell in a fresh kernel, in a scratch folder; a cell that raises raises here."""
+    from nbclient import NotebookClient  # here, so that the MkDocs hooks can import NOTEBOOKS cheaply
+
     with tempfile.TemporaryDirectory() as scratch:
         NotebookClient(notebook, timeout=600, kernel_name="python3", record_timing=False,
                        resources={"metadata": {"path": scratch}}).execute()
