@@ -19,10 +19,6 @@ def stored(name: str) -> nbformat.NotebookNode:
     return nbformat.read(notebooks.path_of(name), as_version=4)
 
 
-def cell_text(cell) -> str:
-    return "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream" and o.name == "stdout")
-
-
 @pytest.fixture(scope="session")
 def reexecuted():
     """Each stored notebook executed again in a fresh kernel (its cells as stored, outputs cleared)."""
@@ -56,7 +52,7 @@ def test_reexecution_reproduces_the_stored_outputs(name, reexecuted):
         assert [o.output_type for o in new.outputs] == [o.output_type for o in old.outputs], (
             f"{name}.ipynb cell {index}: the kinds of output changed")
         section = old.metadata["section"]
-        diff = compare_text(cell_text(old), cell_text(new), patterns.get(section, {}).get("lines", []),
+        diff = compare_text(notebooks.stdout_of(old), notebooks.stdout_of(new), patterns.get(section, {}).get("lines", []),
                             f"{name}.ipynb cell {index} ({section})")
         assert diff is None, f"re-running {name}.ipynb changes cell {index}; run `make outputs` if intended:\n{diff}"
 
@@ -70,7 +66,7 @@ def test_outputs_agree_with_the_recorded_outputs_on_the_pages(name):
         module, section = cell.metadata["section"].split(":")
         recorded = OUTPUTS / module / f"{section}.txt"
         expected = recorded.read_text() if recorded.exists() else ""
-        diff = compare_text(expected, cell_text(cell), patterns.get(f"{module}:{section}", {}).get("lines", []),
+        diff = compare_text(expected, notebooks.stdout_of(cell), patterns.get(f"{module}:{section}", {}).get("lines", []),
                             f"{name}.ipynb cell {index} against {module}/{section}.txt")
         assert diff is None, diff
 
@@ -99,7 +95,5 @@ def test_rerecording_changes_no_byte(name, reexecuted):
     """Written as `make outputs` writes it, the re-executed notebook is the stored file, byte for byte,
     apart from machine-dependent lines (a timing), which the test above checks for their shape."""
     fresh = copy.deepcopy(reexecuted[name])
-    for old, new in zip(stored(name).cells, fresh.cells):
-        if old.cell_type == "code" and cell_text(old) != cell_text(new) and old.metadata["section"] in varying_patterns():
-            new.outputs = old.outputs
+    notebooks.keep_unchanged_varying_outputs(fresh, name)
     assert nbformat.writes(fresh) + "\n" == notebooks.path_of(name).read_text()

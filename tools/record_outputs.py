@@ -185,13 +185,19 @@ def find_drift(fresh: dict[str, dict], outputs_dir: Path = OUTPUTS) -> list[str]
 
 
 def record(fresh: dict[str, dict]) -> None:
+    varying = varying_patterns()
     for module, run in fresh.items():
         folder = OUTPUTS / module
         folder.mkdir(parents=True, exist_ok=True)
         for stale in set(p.stem for p in folder.glob("*.txt")) - set(run["outputs"]):
             (folder / f"{stale}.txt").unlink()
         for section, text in run["outputs"].items():
-            (folder / f"{section}.txt").write_text(text)
+            path = folder / f"{section}.txt"
+            patterns = varying.get(f"{module}:{section}", {}).get("lines", [])
+            # A machine-dependent line that only changed its value (a timing) keeps the recorded
+            # value, so that re-recording an unchanged snippet changes no byte.
+            if not (path.exists() and compare_text(path.read_text(), text, patterns, "") is None):
+                path.write_text(text)
     environments = {json.dumps(run["environment"], sort_keys=True) for run in fresh.values()}
     RECORDED_ON.write_text(json.dumps(json.loads(environments.pop()), indent=2) + "\n")
 
