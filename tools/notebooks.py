@@ -2,7 +2,8 @@
 
     python -m tools.notebooks   # regenerate and execute docs/notebooks/*.ipynb (make outputs)
 
-A notebook is the code of its pages in page order: a markdown cell for each heading,
+A notebook is the code of its pages in page order: a markdown cell for each heading
+(one level down, under the notebook's own title),
 with the first sentence of the text under it, and a code cell for each included snippet
 section. Each code cell remembers its section (`metadata.section`), so the checks can
 compare it with the snippet and its output with the recorded one. Nobody edits the
@@ -65,7 +66,7 @@ def page_cells(page: Path) -> list:
     for line in text.splitlines():
         if match := HEADING.match(line):
             flush_heading()
-            heading = line
+            heading = "#" + line  # one level down: the notebook's title is its only top heading
         elif match := INCLUDE.match(line):
             flush_heading()
             cells.append(_code_cell(*match.groups()))
