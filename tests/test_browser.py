@@ -78,11 +78,14 @@ def _page_url(source: str, use_directory_urls: bool) -> str:
     return f"{stem}/" if use_directory_urls else f"{stem}.html"
 
 
+CONFIG = yaml_load(MKDOCS_YML.read_text())
+DOCS = ROOT / CONFIG.get("docs_dir", "docs")
+
+
 def nav_pages() -> list[tuple[str, str]]:
     """(source path under docs/, URL) of every page in the nav, in nav order."""
-    config = yaml_load(MKDOCS_YML.read_text())
-    use_directory_urls = config.get("use_directory_urls", True)
-    return [(source, _page_url(source, use_directory_urls)) for source in _nav_sources(config.get("nav", []))]
+    use_directory_urls = CONFIG.get("use_directory_urls", True)
+    return [(source, _page_url(source, use_directory_urls)) for source in _nav_sources(CONFIG.get("nav", []))]
 
 
 PAGES = nav_pages()
@@ -110,11 +113,13 @@ class Recorder:
             getattr(self, name).clear()
 
     def problems(self) -> list[str]:
-        return ([f"request to another host (blocked): {url}" for url in self.outside]
+        """Each problem once (a resource the page asks for twice fails twice), in the order seen."""
+        return list(dict.fromkeys(
+                [f"request to another host (blocked): {url}" for url in self.outside]
                 + [f"bad response: {line}" for line in self.bad_responses]
                 + [f"request failed: {line}" for line in self.failed]
                 + [f"console error: {line}" for line in self.console_errors]
-                + [f"uncaught page error: {line}" for line in self.page_errors])
+                + [f"uncaught page error: {line}" for line in self.page_errors]))
 
     def route(self, route):
         url = route.request.url
@@ -145,19 +150,28 @@ class Recorder:
 # ---------------------------------------------------------------------------
 # Fixtures: one server, one browser, one context and one tab for the whole session.
 
+def find_chromium() -> tuple[str | None, str]:
+    """The browser to drive, and what was looked for: $CHROMIUM, else the system Chromium."""
+    if os.environ.get("CHROMIUM"):
+        wanted, candidates = f"CHROMIUM={os.environ['CHROMIUM']}", [os.environ["CHROMIUM"]]
+    else:
+        wanted = "no /usr/bin/chromium, no chromium or google-chrome on PATH"
+        names = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+        candidates = ["/usr/bin/chromium", *(shutil.which(name) for name in names)]
+    return next((path for path in candidates if path and os.access(path, os.X_OK)), None), wanted
+
+
 @pytest.fixture(scope="session")
 def chromium() -> str:
     """The Chromium executable; skip (locally) or fail (CI=true) when it or playwright is missing."""
-    path = os.environ.get("CHROMIUM") or next(
-        (p for p in ("/usr/bin/chromium", shutil.which("chromium"), shutil.which("chromium-browser"))
-         if p and os.access(p, os.X_OK)), None)
+    path, wanted = find_chromium()
     missing = []
     if sync_playwright is None:
         missing.append("the playwright Python package is not importable")
     if not path:
-        missing.append("Chromium is not installed (no /usr/bin/chromium, no `chromium` on PATH)")
+        missing.append(f"Chromium is not installed ({wanted})")
     if missing:
-        message = f"browser tests need a browser: {'; '.join(missing)}. To run them, {INSTALL_HINT}"
+        message = f"the browser tests cannot run: {'; '.join(missing)}. To run them, {INSTALL_HINT}"
         if os.environ.get("CI") == "true":
             pytest.fail(message, pytrace=False)
         pytest.skip(message)
@@ -226,6 +240,7 @@ def session_tab(browser, site_url, recorder):
     context.set_default_timeout(15_000)
     context.route("**/*", recorder.route)
     page = context.new_page()
+    page.bring_to_front()  # the clipboard API wants a focused page
     page.on("response", recorder.on_response)
     page.on("requestfailed", recorder.on_request_failed)
     page.on("console", recorder.on_console)
@@ -241,12 +256,26 @@ def tab(session_tab, recorder):
     return session_tab
 
 
+THEME_READY = """() => [...document.querySelectorAll(".md-content pre > code")]
+  .every(code => code.closest(".no-copy") || code.parentElement.querySelector("[data-clipboard-target]"))"""
+
+
 def open_page(tab, url: str) -> list[str]:
-    """Go to `url` (relative to the site) and wait until the network is quiet; problems of the document."""
-    response = tab.goto(url, wait_until="networkidle")
+    """Go to `url` (relative to the site) and wait until the theme has set it up; problems of the document."""
+    response = tab.goto(url, wait_until="load")
+    try:  # Material mounts its components, the copy buttons among them, just after load
+        tab.wait_for_function(THEME_READY, timeout=5_000)
+    except PlaywrightError:
+        pass  # what is missing is reported by the checks
     if response is None or response.status != 200:
         return [f"the page itself answered {response.status if response else 'nothing'}"]
     return []
+
+
+def settled_problems(tab, recorder) -> list[str]:
+    """What went wrong on the network and the console, once the page has stopped loading anything."""
+    tab.wait_for_load_state("networkidle")
+    return recorder.problems()
 
 
 # ---------------------------------------------------------------------------
@@ -269,10 +298,10 @@ INSPECT_PAGE = r"""
       "button.md-clipboard[data-clipboard-target], button[data-md-type=copy][data-clipboard-target]");
     if (!button) { problems.push(`${name} has no copy button`); return; }
     const target = document.querySelector(button.dataset.clipboardTarget);
-    if (!target) problems.push(`${name}: its copy button's target ${button.dataset.clipboardTarget} is not on the page`);
+    if (!target) problems.push(`${name}: its copy button's target ${button.dataset.clipboardTarget} is missing`);
     else if (!target.textContent.trim()) problems.push(`${name}: its copy button's target is empty`);
     else if (target !== code) problems.push(`${name}: its copy button copies another element`);
-    else copyable.push(i);
+    else if (shown(code)) copyable.push(i);  // a block in a closed <details> or another tab can't be clicked
   });
 
   // Math: MathML rendered at build time must be laid out (hidden tabs and closed details aside).
@@ -285,7 +314,8 @@ INSPECT_PAGE = r"""
   });
 
   // LaTeX that was never rendered: in prose, outside code and math.
-  const latex = /\\(frac|sigma|partial|sum|prod|cdot|times|mathbf|mathrm|left|right|quad|begin)\b|\$\$|\$[^$\s][^$]*[\\^_][^$]*\$/;
+  const latex = new RegExp(String.raw`\\(frac|sigma|partial|sum|prod|cdot|times|mathbf|mathrm|left|right|quad|begin)\b`
+    + String.raw`|\$\$|\$[^$\s][^$]*[\\^_][^$]*\$`);
   const walker = document.createTreeWalker(content, NodeFilter.SHOW_TEXT, {
     acceptNode: node => node.parentElement.closest("pre, code, math, script, style, svg, textarea")
       ? NodeFilter.FILTER_REJECT : NodeFilter.FILTER_ACCEPT,
@@ -306,18 +336,18 @@ INSPECT_PAGE = r"""
       const room = Math.min(drawn || Infinity, content.querySelector("article")?.clientWidth || content.clientWidth);
       const width = svg.getBoundingClientRect().width;
       if (width < 0.75 * room) problems.push(
-        `diagram ${i + 1} is ${Math.round(width)} px wide, though drawn ${drawn} px wide with ${Math.round(room)} px of room: ` +
-        "give figure.diagram (and its svg) the full width of the column");
+        `diagram ${i + 1} is shown ${Math.round(width)} px wide, drawn ${drawn} px wide, with ` +
+        `${Math.round(room)} px of room: give figure.diagram (and its svg) the full width of the column`);
     }
   });
 
   // Accessible names: every <img> has alt text, every svg[role=img] a name.
   document.querySelectorAll("img").forEach(img => {
-    if (!(img.getAttribute("alt") || "").trim()) problems.push(`<img src="${img.getAttribute("src")}"> has no alt text`);
+    if (!(img.getAttribute("alt") || "").trim()) problems.push(`<img src="${img.getAttribute("src")}"> has no alt`);
   });
   document.querySelectorAll('svg[role="img"]').forEach((svg, i) => {
     const ids = (svg.getAttribute("aria-labelledby") || "").split(/\s+/).filter(Boolean);
-    const named = ids.map(id => document.getElementById(id)).filter(Boolean).map(el => el.textContent.trim()).join(" ");
+    const named = ids.map(id => document.getElementById(id)?.textContent.trim() || "").join(" ").trim();
     const name = named || (svg.getAttribute("aria-label") || "").trim();
     if (!name) problems.push(`svg[role=img] ${i + 1} has no accessible name (aria-labelledby or aria-label)`);
     ids.forEach(id => {
@@ -343,9 +373,10 @@ INSPECT_PAGE = r"""
 }
 """
 
-COPY_EXPECTED = """
+PICK_COPY_BUTTON = """
 i => {
   const code = [...document.querySelectorAll(".md-content pre > code")].filter(c => !c.closest(".no-copy"))[i];
+  code.parentElement.querySelector("[data-clipboard-target]").setAttribute("data-browser-test", "copy");
   const clone = code.cloneNode(true);
   clone.querySelectorAll(".md-annotation").forEach(el => el.remove());  // annotations are not copied
   return clone.textContent.trimEnd();
@@ -354,11 +385,10 @@ i => {
 
 
 def check_copy_button(tab, index: int) -> list[str]:
-    """Click the copy button of code block `index` and read the clipboard back."""
+    """Click the copy button of code block `index` (as INSPECT_PAGE counts them) and read the clipboard back."""
     tab.evaluate("navigator.clipboard.writeText('')")
-    expected = tab.evaluate(COPY_EXPECTED, index)
-    button = tab.locator(".md-content pre:has(> code)").nth(index).locator("button[data-clipboard-target]")
-    button.scroll_into_view_if_needed()
+    expected = tab.evaluate(PICK_COPY_BUTTON, index)
+    button = tab.locator("[data-browser-test=copy]")
     button.click()
     try:
         tab.wait_for_function("expected => navigator.clipboard.readText().then(t => t === expected)",
@@ -371,7 +401,7 @@ def check_copy_button(tab, index: int) -> list[str]:
 
 
 def notebook_cells_with_output(source: str) -> int:
-    notebook = json.loads((ROOT / "docs" / source).read_text())
+    notebook = json.loads((DOCS / source).read_text())
     return sum(1 for cell in notebook["cells"] if cell["cell_type"] == "code" and cell.get("outputs"))
 
 
@@ -405,17 +435,25 @@ def test_page_works_in_a_browser(tab, recorder, screenshots, source, url):
     if source.endswith(".ipynb"):
         expected = notebook_cells_with_output(source)
         if not found["cellsWithOutput"]:
-            problems.append(f"notebook page shows no outputs ({found['cells']} code cells, {expected} with outputs "
-                            f"in docs/{source})")
+            problems.append(f"notebook page shows no outputs ({found['cells']} code cells; "
+                            f"{expected} have outputs in {DOCS.name}/{source})")
         elif found["cellsWithOutput"] != expected:
             problems.append(f"notebook page shows outputs under {found['cellsWithOutput']} code cells, "
-                            f"docs/{source} has {expected} with outputs")
+                            f"{DOCS.name}/{source} has {expected} with outputs")
     name = screenshot_name(url)
     if found["figures"]:
         problems += shoot_diagrams(tab, screenshots, name)
+    tab.evaluate("""() => {
+      window.scrollTo(0, 0);  // the copy check scrolled; the header belongs at the top
+      document.querySelector(".md-dialog")?.classList.remove("md-dialog--active");  // "Copied to clipboard"
+    }""")
     tab.screenshot(path=screenshots / f"{name}.png", full_page=True, animations="disabled")
-    problems += recorder.problems()
+    problems += settled_problems(tab, recorder)
     assert not problems, f"{url or 'index'} ({tab.url}):\n  " + "\n  ".join(problems)
+
+
+SEARCH_DONE = """() => document.querySelector(".md-search-result__item")
+  || /no matching/i.test(document.querySelector(".md-search-result__meta")?.textContent || "")"""
 
 
 def test_search_finds_distributed_sampler_on_the_multi_gpu_page(tab, recorder):
@@ -425,14 +463,19 @@ def test_search_finds_distributed_sampler_on_the_multi_gpu_page(tab, recorder):
     if not search.evaluate("el => el === document.activeElement"):
         tab.locator("label.md-search__icon").first.click()
     search.press_sequentially("DistributedSampler")  # Material reads the query on keyup, so type it
-    result = tab.locator(f".md-search-result__item a[href*='{MULTI_GPU_PAGE}']").first
-    expect(result).to_be_visible()
-    result.click()
+    tab.wait_for_function(SEARCH_DONE, timeout=10_000)
+    results = tab.locator(".md-search-result__item")
+    if not results.count():
+        meta = tab.locator(".md-search-result__meta").inner_text()
+        pytest.fail(f"searching for DistributedSampler shows no result (the search says {meta!r})", pytrace=False)
+    found = results.locator("a.md-search-result__link").evaluate_all("links => links.map(a => a.href)")
+    assert any(MULTI_GPU_PAGE in href for href in found), (
+        f"searching for DistributedSampler does not find the {MULTI_GPU_PAGE} page; it finds: {found}")
+    tab.locator(f".md-search-result__item a[href*='{MULTI_GPU_PAGE}']").first.click()
     expect(tab).to_have_url(re.compile(rf"/{MULTI_GPU_PAGE}(/|\.html)"))
     expect(tab.locator(".md-content h1")).to_be_visible()
     expect(tab.locator(".md-content").first).to_contain_text("DistributedSampler")
-    tab.wait_for_load_state("networkidle")
-    problems += recorder.problems()
+    problems += settled_problems(tab, recorder)
     assert not problems, "\n".join(problems)
 
 
@@ -450,5 +493,5 @@ def test_palette_toggle_switches_to_dark_and_back(tab, recorder):
     expect(body).to_have_attribute("data-md-color-scheme", "default")
     tab.reload(wait_until="networkidle")  # the choice is remembered, so the next visit is light again
     expect(body).to_have_attribute("data-md-color-scheme", "default")
-    problems += recorder.problems()
+    problems += settled_problems(tab, recorder)
     assert not problems, "\n".join(problems)

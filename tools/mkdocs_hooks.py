@@ -130,7 +130,9 @@ def _chapter_links(page) -> str:
 def on_post_page(output, page, config):
     if not page.file.src_uri.endswith(".ipynb"):
         return output
-    output = output.replace('<div class="jupyter-wrapper">', _chapter_links(page) + '<div class="jupyter-wrapper">', 1)
+    # Under the notebook's title, the first heading inside the notebook.
+    title_end = output.find("</h1>", output.find('<div class="jupyter-wrapper">')) + len("</h1>")
+    output = output[:title_end] + _chapter_links(page) + output[title_end:]
     head, body = output.split("<body", 1)
     css = "\n".join(STYLE.findall(body))
     if icon := COPY_ICON.search(body):
