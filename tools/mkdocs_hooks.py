@@ -6,7 +6,8 @@
   for download, and serve the snippet modules and the DDP scripts under downloads/.
 - Render math to MathML at build time, so formulas need no script and no network.
 - Move the ~590 KB of CSS that mkdocs-jupyter inlines into every notebook page into one
-  shared stylesheet, so a notebook page weighs what a page weighs and the CSS is cached.
+  shared stylesheet, and drop the markup its own CSS hides, so a notebook page weighs what
+  a page weighs and the CSS is cached.
 """
 
 import hashlib
@@ -106,6 +107,8 @@ def on_page_markdown(markdown, page, config, files):
 STYLE = re.compile(r"<style[^>]*>(.*?)</style>\s*", re.S)
 # mkdocs-jupyter repeats this 800-byte icon in every cell's copy button; CSS draws it once instead.
 COPY_ICON = re.compile(r'<svg aria-hidden="true" class="clipboard-copy-icon"[^>]*>(.*?)</svg>', re.S)
+# Empty collapser handles, two per cell, that mkdocs-jupyter's own CSS hides (display: none).
+COLLAPSER = re.compile(r'<div class="jp-Collapser [^"]*">\s*</div>\s*')
 # mkdocs-jupyter's Mermaid loader imports the library from a CDN; the notebooks have no diagrams.
 CDN_MERMAID = re.compile(r'<script type="module">(?:(?!</script>).)*?cdnjs\.(?:(?!</script>).)*?</script>', re.S)
 
@@ -149,4 +152,4 @@ def on_post_page(output, page, config):
     link = f'<link rel="stylesheet" href="{get_relative_url(name, page.url)}">\n'
     first = STYLE.search(body).start()
     body = body[:first] + link + STYLE.sub("", body[first:])
-    return head + "<body" + CDN_MERMAID.sub("", body)
+    return head + "<body" + COLLAPSER.sub("", CDN_MERMAID.sub("", body))
