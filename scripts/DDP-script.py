@@ -1,11 +1,12 @@
-# Appendix A.9.3: training with multiple GPUs (or CPU processes) with DistributedDataParallel,
-# one process per device, started by torch.multiprocessing.spawn.
+# Appendix A.9.3: training on several GPUs (or CPU processes) with
+# DistributedDataParallel, one process per device, started by mp.spawn.
 #
-#   python scripts/DDP-script.py                  # one process per GPU, or 2 CPU processes
-#   python scripts/DDP-script.py --world-size 4   # 4 processes
-#   python scripts/DDP-script.py --help           # every option, --fault to see a rank fail
+#   python scripts/DDP-script.py                 # one process per GPU, or 2 on a CPU
+#   python scripts/DDP-script.py --world-size 4  # 4 processes
+#   python scripts/DDP-script.py --help          # all options; --fault breaks a rank
 #
 # --8<-- [start:imports]
+import os
 import sys
 from datetime import timedelta
 from pathlib import Path
@@ -18,41 +19,44 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data import DataLoader
 from torch.utils.data.distributed import DistributedSampler
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout: make `snippets` importable
+# Run from a checkout without installing: make the `snippets` package importable.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from snippets.appendix_a import (NeuralNetwork, ToyDataset, X_test, X_train,  # noqa: E402
-                                 compute_accuracy, y_test, y_train)
-from snippets.ddp_common import (exact_accuracy, inject_fault, parse_args,  # noqa: E402
-                                 print_accuracy, print_banner, print_in_rank_order,
-                                 save_atomically, set_master_address, wait_for_ranks)
+from snippets.appendix_a import (  # noqa: E402
+    NeuralNetwork, ToyDataset, X_test, X_train, compute_accuracy, y_test, y_train)
+from snippets.ddp_common import (  # noqa: E402  (plumbing, not DDP itself)
+    exact_accuracy, inject_fault, parse_args, print_accuracy, print_banner,
+    print_in_rank_order, save_atomically, set_master_address, wait_for_ranks)
 # --8<-- [end:imports]
 
 
 # --8<-- [start:ddp_setup]
 def ddp_setup(rank, world_size, backend, timeout):
-    """Join the process group: every rank calls this once, and it returns when all have joined."""
-    # The launcher (at the bottom) has set MASTER_ADDR and MASTER_PORT: where rank 0 listens.
+    """Join the process group; returns once every rank has joined."""
+    # The launcher (at the bottom) set MASTER_ADDR and MASTER_PORT, where rank 0 listens.
     if torch.cuda.is_available():
-        torch.cuda.set_device(rank)  # this process uses GPU number `rank`, and only that one
+        torch.cuda.set_device(rank)  # this process uses GPU number `rank`, and only it
     init_process_group(
         backend=backend,  # "nccl" between GPUs, "gloo" between CPU processes
         rank=rank,
         world_size=world_size,
-        timeout=timedelta(seconds=timeout),  # give up on a missing or stuck rank after this long
+        timeout=timedelta(seconds=timeout),  # give up on a missing or stuck rank
     )
 # --8<-- [end:ddp_setup]
 
 
 # --8<-- [start:prepare_dataset]
 def prepare_dataset(rank, world_size):
-    # Five training samples are too few for eight ranks, so use four noisy copies of the toy
-    # data. The noise comes from a generator of its own with a fixed seed: every rank and every
-    # run builds exactly the same data.
+    # Five samples are too few for eight ranks: use four noisy copies of the toy data.
+    # The noise has a generator of its own, so every rank and every run gets the
+    # same data.
     generator = torch.Generator().manual_seed(123)
     factor = 4
-    X_tr = torch.cat([X_train + torch.randn(X_train.shape, generator=generator) * 0.1 for _ in range(factor)])
+    X_tr = torch.cat([X_train + torch.randn(X_train.shape, generator=generator) * 0.1
+                      for _ in range(factor)])
     y_tr = y_train.repeat(factor)
-    X_te = torch.cat([X_test + torch.randn(X_test.shape, generator=generator) * 0.1 for _ in range(factor)])
+    X_te = torch.cat([X_test + torch.randn(X_test.shape, generator=generator) * 0.1
+                      for _ in range(factor)])
     y_te = y_test.repeat(factor)
 
     train_ds = ToyDataset(X_tr, y_tr)
@@ -61,17 +65,18 @@ def prepare_dataset(rank, world_size):
     train_loader = DataLoader(
         dataset=train_ds,
         batch_size=2,
-        shuffle=False,  # the sampler shuffles; DataLoader must not do it as well
+        shuffle=False,  # the sampler shuffles; the DataLoader must not do it as well
         pin_memory=torch.cuda.is_available(),
         drop_last=True,
-        # This rank's share of every epoch: its own samples, none shared with another rank.
+        # This rank's share of every epoch, no sample shared with another rank:
         sampler=DistributedSampler(train_ds, num_replicas=world_size, rank=rank),
     )
     test_loader = DataLoader(
         dataset=test_ds,
         batch_size=2,
         shuffle=False,
-        sampler=DistributedSampler(test_ds, num_replicas=world_size, rank=rank, shuffle=False),
+        sampler=DistributedSampler(test_ds, num_replicas=world_size, rank=rank,
+                                   shuffle=False),
     )
     return train_loader, test_loader
 # --8<-- [end:prepare_dataset]
@@ -79,31 +84,31 @@ def prepare_dataset(rank, world_size):
 
 # --8<-- [start:main]
 def main(rank, world_size, args):
-    """What every process runs; mp.spawn passes `rank` (0, 1, ...) as the first argument."""
+    """What every process runs; mp.spawn passes the rank (0, 1, ...) first."""
     ddp_setup(rank, world_size, args.backend, args.timeout)
     try:
         train(rank, world_size, args)
     finally:
-        destroy_process_group()  # leave the group cleanly, also when training failed
+        destroy_process_group()  # leave the group cleanly, also after an error
 
 
 def train(rank, world_size, args):
-    device = torch.device("cuda", rank) if torch.cuda.is_available() else torch.device("cpu")
+    device = torch.device("cuda", rank) if torch.cuda.is_available() else "cpu"
     train_loader, test_loader = prepare_dataset(rank, world_size)
 
-    torch.manual_seed(123)  # in every process, so that every run starts from the same weights
+    torch.manual_seed(123)  # in every process: every run starts from the same weights
     model = NeuralNetwork(num_inputs=2, num_outputs=2).to(device)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
 
-    # The wrapper keeps the copies identical: it averages the gradients of all ranks in backward().
-    if device.type == "cuda":
+    # The wrapper averages the gradients of all ranks in backward(), so the copies
+    # stay identical. The network itself is now model.module.
+    if torch.cuda.is_available():
         model = DDP(model, device_ids=[rank])
     else:
         model = DDP(model)  # on the CPU: no device_ids
-    # The network itself is now model.module.
 
     for epoch in range(args.epochs):
-        train_loader.sampler.set_epoch(epoch)  # a new shuffle each epoch, the same on every rank
+        train_loader.sampler.set_epoch(epoch)  # a new shuffle, the same on all ranks
         model.train()
         lines = []
         for batch_idx, (features, labels) in enumerate(train_loader):
@@ -112,42 +117,44 @@ def train(rank, world_size, args):
             loss = F.cross_entropy(logits, labels)
 
             optimizer.zero_grad()
-            loss.backward()  # computes this rank's gradients, then all-reduces them (the average)
+            loss.backward()  # this rank's gradients, then their average over all ranks
             optimizer.step()  # the same update on every rank
 
             lines.append(f"[rank {rank}] Epoch: {epoch + 1:03d}/{args.epochs:03d}"
                          f" | Batch {batch_idx + 1:03d}/{len(train_loader):03d}"
                          f" | Batchsize {labels.shape[0]:03d}"
                          f" | Train Loss: {loss:.2f}")
-            inject_fault(args, rank, epoch, batch_idx)  # only with --fault
-        print_in_rank_order(lines)  # rank 0 prints every rank's lines, in rank order
+            inject_fault(args, rank, epoch, batch_idx)  # does nothing without --fault
+        print_in_rank_order(lines)  # rank 0 prints every rank's lines, rank by rank
 # --8<-- [end:main]
 
     # --8<-- [start:accuracy]
     model.eval()
-    own = {  # on this rank's shard only (model.module: evaluating needs no gradient averaging)
+    own = {  # on this rank's shard; model.module, since evaluating needs no averaging
         "Training": compute_accuracy(model.module, train_loader, device=device),
         "Test": compute_accuracy(model.module, test_loader, device=device),
     }
-    exact = {  # every sample once: correct and total summed over the ranks
+    exact = {  # (correct, total) over every sample once, summed over the ranks
         "Training": exact_accuracy(model.module, train_loader.dataset, device),
         "Test": exact_accuracy(model.module, test_loader.dataset, device),
     }
     print_accuracy(rank, own, exact)
     # --8<-- [end:accuracy]
 
-    if args.save and rank == 0:  # every rank holds the same weights; one writes them
+    if args.save and rank == 0:  # all ranks hold the same weights; one writes them
         save_atomically(model.module.state_dict(), args.save)
         print(f"Saved the final weights to {args.save}", file=sys.stderr)
 
 
 # --8<-- [start:launcher]
 if __name__ == "__main__":
-    args = parse_args(prepare_dataset, launcher="spawn")  # exits with a clear message on a bad value
-    set_master_address()  # MASTER_ADDR and MASTER_PORT for all ranks: the environment's, or a free port
+    args = parse_args(prepare_dataset, launcher="spawn")  # a bad value: exit, say why
+    set_master_address()  # MASTER_ADDR/MASTER_PORT if set, else here and a free port
+    os.environ.setdefault("OMP_NUM_THREADS", "1")  # as torchrun does: share the cores
     print_banner(args)
 
     # Start one process per rank; each runs main(rank, args.world_size, args).
-    context = mp.spawn(main, args=(args.world_size, args), nprocs=args.world_size, join=False)
-    wait_for_ranks(context, timeout=args.timeout)  # if a rank fails: stop the others, say why, exit 1
+    context = mp.spawn(main, args=(args.world_size, args), nprocs=args.world_size,
+                       join=False)
+    wait_for_ranks(context)  # if a rank fails: stop the others, say why, exit 1
 # --8<-- [end:launcher]

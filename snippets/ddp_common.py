@@ -26,6 +26,7 @@ import sys
 import tempfile
 import time
 import traceback
+from datetime import timedelta
 from pathlib import Path
 
 import torch
@@ -35,6 +36,7 @@ from torch.utils.data import DataLoader, Subset
 DEFAULT_TIMEOUT = 60  # seconds; PyTorch's own default is 30 minutes, a long time to wait for a dead peer
 FAULT_EPOCH = 1  # --fault triggers in the second epoch (index 1) ...
 FAULT_BATCH = 0  # ... right after its first batch
+_timeout = DEFAULT_TIMEOUT  # --timeout, once parse_args has seen it
 
 
 class JobError(Exception):
@@ -51,13 +53,9 @@ class InjectedFault(JobError):
 
 def _whole_number(minimum):
     def parse(text):
-        try:
-            value = int(text)
-        except ValueError:
+        if not re.fullmatch(r"\s*[+-]?\d+\s*", text) or int(text) < minimum:
             raise argparse.ArgumentTypeError(f"must be a whole number, at least {minimum} (got {text!r})")
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be a whole number, at least {minimum} (got {text!r})")
-        return value
+        return int(text)
     return parse
 
 
@@ -110,6 +108,8 @@ def parse_args(prepare_dataset, launcher, argv=None, world_size=None, local_rank
                         help="the rank that --fault breaks (default: the last rank)")
     args = parser.parse_args(argv)
     args.launcher = launcher
+    global _timeout
+    _timeout = args.timeout  # for the messages of exit_on_error and wait_for_ranks
 
     gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
     if launcher == "spawn":
@@ -209,6 +209,22 @@ def set_master_address(check_port=True):
     if check_port and not port_is_free(int(text)):
         fail(f"MASTER_PORT={text} is already in use by another program (address in use); choose another "
              "port, or unset MASTER_PORT so that the script picks a free one.")
+
+
+def store_for_this_attempt(timeout):
+    """The store for init_process_group(store=...): None, or under torchrun a fresh key space per restart.
+
+    torchrun's agent keeps one TCPStore for the whole job and the ranks of every attempt share it.
+    A restarted rank could then read what a rank of the failed attempt wrote there (for Gloo, the
+    address of a peer that is gone) and hang or be refused. Prefixing the keys with the restart count
+    keeps the attempts apart. Without torchrun's store: None, and init_process_group uses
+    MASTER_ADDR and MASTER_PORT as usual (rank 0 hosts the store).
+    """
+    if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True":
+        return None
+    store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), is_master=False,
+                          timeout=timedelta(seconds=timeout))
+    return dist.PrefixStore(f"attempt-{os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}", store)
 
 
 def free_port():
@@ -386,6 +402,7 @@ def inject_fault(args, rank, epoch, batch_idx):
         return
     where = f"in epoch {epoch + 1} after batch {batch_idx + 1}"
     if args.fault == "raise":
+        note(f"[rank {rank}] --fault raise: this process raises an error now, {where}")
         raise InjectedFault(f"--fault raise: rank {rank} raised this error on purpose {where}")
     if args.fault == "kill":
         note(f"[rank {rank}] --fault kill: this process kills itself now, {where}")
@@ -412,25 +429,35 @@ def _is_communication_error(text):
     return bool(_COMMUNICATION.search(text))
 
 
-def _explain(text, rank, world_size=None, timeout=None):
-    """One clear sentence for an error message `text` (of the form 'Type: message') seen on `rank`."""
-    first = text.strip().splitlines()[0] if text.strip() else text
+def _short(text):
+    """The first line of an error message, without Gloo's source location and boilerplate."""
+    first = text.strip().splitlines()[0] if text.strip() else "(no message)"
+    first = re.sub(r"\[[^\]]*\.(?:cc|cpp|h|hpp):\d+\] ", "", first)
+    return re.sub(r"\. This is typically caused by .*$", "", first)
+
+
+def _explain(text, rank):
+    """One clear sentence for an error message `text` ('Type: message') seen on `rank`."""
+    address = f"{os.environ.get('MASTER_ADDR')}:{os.environ.get('MASTER_PORT')}"
     if "waiting for clients" in text:
         joined = re.search(r"(\d+)/(\d+) clients joined", text)
-        count = f"; only {joined[1]} of {joined[2]} ranks joined" if joined else ""
-        return (f"rank {rank} waited {timeout or DEFAULT_TIMEOUT:g} s for the other ranks to join at "
-                f"{os.environ.get('MASTER_ADDR')}:{os.environ.get('MASTER_PORT')}{count}; start every rank "
-                "(each needs the same MASTER_ADDR, MASTER_PORT and WORLD_SIZE and a different RANK), "
-                "check that they can reach that address, or raise --timeout.")
+        count = f" (only {joined[1]} of {joined[2]} joined)" if joined else ""
+        return (f"rank {rank} waited {_timeout:g} s (--timeout) for the other ranks to join at {address}{count}; "
+                "start every rank, each with the same MASTER_ADDR, MASTER_PORT and WORLD_SIZE and its own RANK, "
+                "and check that they can reach that address.")
     if "trying to connect" in text:
-        return (f"rank {rank} could not reach rank 0 at {os.environ.get('MASTER_ADDR')}:"
-                f"{os.environ.get('MASTER_PORT')} within the timeout; start rank 0 and check the address.")
-    if "Timed out" in text or "timed out" in text:
-        return (f"rank {rank} timed out waiting for another rank ({first}); a rank that stalls makes "
-                "the others give up after --timeout seconds.")
+        return (f"rank {rank} could not reach rank 0 at {address} within {_timeout:g} s (--timeout); "
+                "start rank 0 and check MASTER_ADDR and MASTER_PORT.")
+    if re.search(r"[Tt]imed out", text):
+        return (f"rank {rank} gave up after {_timeout:g} s (--timeout) waiting for another rank "
+                f"({_short(text)}).")
     if _is_communication_error(text):
-        return f"rank {rank} lost contact with another rank ({first}); the rank that failed first says why."
-    return f"rank {rank} failed: {first}"
+        return f"rank {rank} lost contact with another rank ({_short(text)})."
+    return f"rank {rank} failed: {_short(text)}"
+
+
+def _ranks(ranks, capital=False):
+    return f"{'R' if capital else 'r'}ank{'s' if len(ranks) > 1 else ''} {', '.join(map(str, ranks))}"
 
 
 def _exception_text(trace):
@@ -451,7 +478,7 @@ def _signal_name(code):
         return f"signal {-code}"
 
 
-def wait_for_ranks(context, timeout=None, grace=2.0):
+def wait_for_ranks(context, grace=1.0):
     """Wait for the processes of `mp.spawn(..., join=False)`; exit 1 with a clear message if one fails.
 
     When a rank fails, the others get `grace` seconds to stop by themselves (they usually fail
@@ -509,22 +536,29 @@ def wait_for_ranks(context, timeout=None, grace=2.0):
             failures.append((True, order, rank, f"the process exited with status {code}", None))
     own = [f for f in failures if f[0]]
     _, _, rank, text, trace = (own or failures)[0]
-    if trace and own and not text.startswith(("InjectedFault", "JobError")):
-        print(f"Traceback of rank {rank}:\n{trace}", file=sys.stderr, end="")
-    message = _explain(text, rank, timeout=timeout) if not own else f"rank {rank} failed: {text}"
     others = sorted(r for _, _, r, _, _ in failures if r != rank)
-    extra = []
-    if others:
-        extra.append(f"then rank{'s' if len(others) > 1 else ''} {', '.join(map(str, others))} stopped too")
-    if stopped:
-        extra.append(f"rank{'s' if len(stopped) > 1 else ''} {', '.join(map(str, stopped))} "
-                     f"{'were' if len(stopped) > 1 else 'was'} still running and {'were' if len(stopped) > 1 else 'was'} stopped")
-    print(f"error: {message}" + (f" ({'; '.join(extra)})" if extra else ""), file=sys.stderr, flush=True)
+    if own:
+        if trace and not text.startswith(("InjectedFault", "JobError")):  # unexpected: show where
+            print(f"Traceback of rank {rank}:\n{trace}", file=sys.stderr, end="")
+        message = f"rank {rank} failed: {_short(text) if trace else text}."
+        if others:
+            message += f" Then {_ranks(others)} stopped as well, having lost contact with it."
+        if stopped:
+            message += f" {_ranks(stopped, True)} had not stopped and {'were' if len(stopped) > 1 else 'was'} ended."
+    else:  # only errors about lost contact: a rank that stalled is the likely cause
+        message = _explain(text, rank)
+        if others:
+            message += f" {_ranks(others, True)} failed the same way."
+        if stopped:
+            message += (f" {_ranks(stopped, True)} {'were' if len(stopped) > 1 else 'was'} still running and "
+                        f"{'were' if len(stopped) > 1 else 'was'} ended: a rank that stalls makes the others wait "
+                        "until --timeout.")
+    print(f"error: {message}", file=sys.stderr, flush=True)
     sys.exit(1)
 
 
 @contextlib.contextmanager
-def exit_on_error(rank, timeout=None):
+def exit_on_error(rank):
     """Around a rank's work (torchrun, or one process): on an error, print one clear line naming
     this rank (and the traceback when the error is unexpected), then exit with status 1."""
     try:
@@ -536,7 +570,5 @@ def exit_on_error(rank, timeout=None):
         text = _exception_text(traceback.format_exc())
         if not _is_communication_error(text):
             traceback.print_exc()
-            note(f"[rank {rank}] error: {text.splitlines()[0]}")
-        else:
-            note(f"[rank {rank}] error: {_explain(text, rank, timeout=timeout)}")
+        note(f"[rank {rank}] error: {_explain(text, rank)}")
         sys.exit(1)
