@@ -181,7 +181,9 @@ if __name__ == "__main__":
     with exit_on_error(rank):  # on an error: one line that names this rank, exit 1
         args = parse_args(prepare_dataset, launcher="torchrun",
                           world_size=world_size, local_rank=local_rank)
-        set_master_address(check_port=rank == 0)  # only without torchrun
+        # Only without torchrun: a group of one picks a free port; ranks started by hand
+        # must all be given the same MASTER_ADDR and MASTER_PORT.
+        set_master_address(check_port=rank == 0, pick_free_port=world_size == 1)
         if rank == 0:
             print_banner(args)
         main(rank, local_rank, world_size, args)

@@ -187,12 +187,13 @@ def launched_by_torchrun():
     return "TORCHELASTIC_RUN_ID" in os.environ
 
 
-def set_master_address(check_port=True):
+def set_master_address(check_port=True, pick_free_port=True):
     """Make MASTER_ADDR and MASTER_PORT point where rank 0 will listen, before any rank starts.
 
     Values already in the environment are kept. Otherwise: this machine and a port that is
-    free now, so that two jobs on one machine do not collide. An explicit MASTER_PORT that
-    another program holds stops us here, before any rank connects to that program.
+    free now, so that two jobs on one machine do not collide (pick_free_port=False: ranks
+    started by hand must be given the port). An explicit MASTER_PORT that another program
+    holds stops us here, before any rank connects to that program.
     Under torchrun, the agent has already set both and listens there itself: nothing to do.
     """
     if launched_by_torchrun():
@@ -201,6 +202,9 @@ def set_master_address(check_port=True):
         os.environ.setdefault("USE_LIBUV", "0")  # PyTorch for Windows is built without libuv
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
     if "MASTER_PORT" not in os.environ:
+        if not pick_free_port:
+            fail("MASTER_PORT is not set; ranks started without a launcher must all be given the "
+                 "same MASTER_ADDR and MASTER_PORT (where rank 0 listens).")
         os.environ["MASTER_PORT"] = str(free_port())
         return
     text = os.environ["MASTER_PORT"]
@@ -566,7 +570,7 @@ def exit_on_error(rank):
     except JobError as error:
         note(f"[rank {rank}] error: {error}")
         sys.exit(1)
-    except Exception as error:
+    except Exception:
         text = _exception_text(traceback.format_exc())
         if not _is_communication_error(text):
             traceback.print_exc()

@@ -229,6 +229,12 @@ def test_bad_master_port_gives_one_clear_sentence():
     assert "MASTER_PORT='http' is not a port number" in stderr
 
 
+def test_ranks_started_by_hand_need_a_master_port():
+    status, stderr, _ = run_in_process(TORCHRUN, env={"RANK": "1", "WORLD_SIZE": "2"})
+    assert status == 2
+    assert "MASTER_PORT is not set; ranks started without a launcher must all be given the same" in stderr
+
+
 # --- snapshots that must not be used ------------------------------------------------------
 
 def test_snapshot_of_another_model_names_the_mismatch(tmp):

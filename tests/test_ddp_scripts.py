@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from snippets.ddp_common import free_port
-from tools.record_script_outputs import (ROOT, clean_environment, drift, recorded_text, run_job,
+from tools.record_script_outputs import (clean_environment, drift, recorded_text, run_job,
                                          single_process_weights)
 
 SPAWN = "scripts/DDP-script.py"
@@ -51,7 +51,8 @@ def jobs(tmp_path_factory):
     launches = {
         **{f"world size {n}": lambda n=n: run_job([SPAWN, "--world-size", n]) for n in (8, 5)},
         "two nodes, USE_LIBUV=0": lambda: two_nodes(tmp, no_libuv),
-        "torchrun": lambda: run_job([*TORCHRUN_2, TORCHRUN, "--save", tmp / "torchrun.pt"]),
+        "torchrun": lambda: run_job([*TORCHRUN_2, TORCHRUN, "--save", tmp / "torchrun.pt"],
+                                    tmpdir=tmp / "torchrun-tmpdir"),
         "spawn": lambda: run_job([SPAWN, "--save", tmp / "spawn.pt"], env=no_libuv),
         **{f"world size {n}": lambda n=n: run_job([SPAWN, "--world-size", n]) for n in (4, 3, 1)},
     }
@@ -102,8 +103,9 @@ def test_torchrun_removes_its_default_snapshot(jobs):
     job = succeeded(jobs["torchrun"].result())
     snapshot = re.search(r"^snapshot file: (.+)$", job.stderr, re.M)
     assert snapshot, job.describe()
-    assert "ddp-snapshot-" in snapshot[1]
-    assert not (ROOT / snapshot[1]).exists(), "the default snapshot should be removed when the job is done"
+    tmpdir = jobs["tmp"] / "torchrun-tmpdir"  # the job's TMPDIR
+    assert snapshot[1].startswith(f"{tmpdir}/ddp-snapshot-"), "the default is in the temporary directory"
+    assert not list(tmpdir.glob("ddp-snapshot-*")), "the default snapshot is removed when the job is done"
 
 
 @pytest.mark.parametrize("launcher", ["spawn", "torchrun"])

@@ -19,13 +19,16 @@ The tests import `run_job` (one launch with a time limit, leaving no process beh
 import argparse
 import importlib.util
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import uuid
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from tools.record_outputs import compare_text
 from tools.sections import ROOT
@@ -113,16 +116,29 @@ def tagged_processes(tag):
     return found
 
 
-def run_job(args, env=None, timeout=120, settle=2.0, stdin=None):
+def run_job(args, env=None, timeout=120, settle=2.0, stdin=None, tmpdir=None):
     """Run `python ARGS...` from the repository root in its own session and return a Job.
 
     The job is killed after `timeout` seconds. Afterwards, processes that carry the job's tag
     (torchrun's workers run in sessions of their own) get `settle` seconds to go away; any that
     remain are listed in `survivors` and then killed, so that a failing test leaves nothing behind.
+    The job's temporary files (torchrun's logs, a default snapshot) go to `tmpdir` (TMPDIR);
+    without one, to a folder of its own that is removed afterwards.
     """
     tag = uuid.uuid4().hex
     command = [sys.executable, *map(str, args)]
-    env = dict(clean_environment() if env is None else env, **{TAG: tag})
+    own_tmpdir = tmpdir is None
+    tmpdir = Path(tempfile.mkdtemp(prefix="ddp-job-")) if own_tmpdir else Path(tmpdir)
+    tmpdir.mkdir(parents=True, exist_ok=True)
+    env = dict(clean_environment() if env is None else env, **{TAG: tag, "TMPDIR": str(tmpdir)})
+    try:
+        return _run(command, env, tag, timeout, settle, stdin)
+    finally:
+        if own_tmpdir:
+            shutil.rmtree(tmpdir, ignore_errors=True)
+
+
+def _run(command, env, tag, timeout, settle, stdin):
     start = time.monotonic()
     process = subprocess.Popen(command, cwd=ROOT, env=env, stdin=stdin or subprocess.DEVNULL,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
