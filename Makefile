@@ -26,6 +26,7 @@ test: $(STAMP)  ## the whole test suite
 outputs: $(STAMP)  ## re-record every output and notebook after changing a snippet
 	$(BIN)/python -m tools.record_outputs
 	$(BIN)/python -m tools.notebooks
+	$(BIN)/python -m tools.record_script_outputs
 
 bench: $(STAMP)  ## measure the build, the tests, the pages and the DDP scripts
 	$(BIN)/python -m tools.bench

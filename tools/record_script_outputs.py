@@ -9,8 +9,9 @@ notes) on stderr. For the run that shows a failing rank, stderr is recorded.
 The runs are kept on the CPU with Gloo (CUDA_VISIBLE_DEVICES="", no MASTER_ADDR/MASTER_PORT or
 torchrun variables from the caller), so a machine with GPUs records the same thing.
 
-One line depends on the machine: the torch version (VARYING below). The check compares its
-shape, not its value; every other character must match.
+One line depends on the machine, the torch version, declared with the snippets' machine-dependent
+lines in snippets/varying_outputs.toml (under [scripts.NAME]). The check compares its shape, not its
+value; every other character must match.
 
 The tests import `run_job` (one launch with a time limit, leaving no process behind),
 `recorded_text`, `fresh_output` and `drift`, and `single_process_weights`: what DDP training must equal.
@@ -30,7 +31,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tools.record_outputs import compare_text
+from tools.record_outputs import compare_text, varying_patterns
 from tools.sections import ROOT
 
 SCRIPTS = ROOT / "scripts"
@@ -58,11 +59,6 @@ RUNS = {
     "DDP-script-fault-stall.txt": Run(
         "python scripts/DDP-script.py --fault stall --timeout 5",
         ("scripts/DDP-script.py", "--fault", "stall", "--timeout", "5"), stream="stderr", status=1),
-}
-
-# Lines whose value depends on the machine; the check requires the same shape (a full regex match).
-VARYING = {
-    r"PyTorch version: \S+": "the torch build: 2.13.0+cpu here, 2.13.0+cu128 on a CUDA machine",
 }
 
 TAG = "DDP_JOB_TAG"  # every process of a job inherits it, which is how survivors are found
@@ -237,7 +233,8 @@ def drift(name, fresh):
     reader_command = RUNS[name].command
     if not path.exists():
         return f"{path.relative_to(ROOT)} is missing; record it with `{RERECORD}` (part of `make outputs`)."
-    diff = compare_text(path.read_text(), fresh, list(VARYING), name)
+    patterns = varying_patterns().get(f"scripts:{Path(name).stem}", {}).get("lines", [])
+    diff = compare_text(path.read_text(), fresh, patterns, name)
     if diff is None:
         return None
     return (f"{path.relative_to(ROOT)} differs from what `{reader_command}` prints now; if the change "
