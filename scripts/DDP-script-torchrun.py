@@ -25,9 +25,9 @@ from torch.utils.data.distributed import DistributedSampler
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from snippets.appendix_a import (  # noqa: E402
-    NeuralNetwork, ToyDataset, X_test, X_train, compute_accuracy, y_test, y_train)
+    NeuralNetwork, compute_accuracy)
 from snippets.ddp_common import (  # noqa: E402  (plumbing, not DDP itself)
-    exact_accuracy, exit_on_error, inject_fault, note, parse_args, print_accuracy,
+    enlarged_toy_datasets, exact_accuracy, exit_on_error, inject_fault, note, parse_args, print_accuracy,
     print_banner, print_in_rank_order, read_snapshot, save_atomically,
     set_master_address, store_for_this_attempt)
 # --8<-- [end:imports]
@@ -50,18 +50,8 @@ def ddp_setup(rank, local_rank, world_size, backend, timeout):
 
 
 def prepare_dataset(rank, world_size):
-    # The data of DDP-script.py: four noisy copies of the toy data, from a fixed seed.
-    generator = torch.Generator().manual_seed(123)
-    factor = 4
-    X_tr = torch.cat([X_train + torch.randn(X_train.shape, generator=generator) * 0.1
-                      for _ in range(factor)])
-    y_tr = y_train.repeat(factor)
-    X_te = torch.cat([X_test + torch.randn(X_test.shape, generator=generator) * 0.1
-                      for _ in range(factor)])
-    y_te = y_test.repeat(factor)
-
-    train_ds = ToyDataset(X_tr, y_tr)
-    test_ds = ToyDataset(X_te, y_te)
+    # The data of DDP-script.py: four noisy copies of the toy data, the same on every rank.
+    train_ds, test_ds = enlarged_toy_datasets(factor=4)
 
     train_loader = DataLoader(
         dataset=train_ds,

@@ -23,9 +23,9 @@ from torch.utils.data.distributed import DistributedSampler
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from snippets.appendix_a import (  # noqa: E402
-    NeuralNetwork, ToyDataset, X_test, X_train, compute_accuracy, y_test, y_train)
+    NeuralNetwork, compute_accuracy)
 from snippets.ddp_common import (  # noqa: E402  (plumbing, not DDP itself)
-    exact_accuracy, inject_fault, parse_args, print_accuracy, print_banner,
+    enlarged_toy_datasets, exact_accuracy, inject_fault, parse_args, print_accuracy, print_banner,
     print_in_rank_order, save_atomically, set_master_address, wait_for_ranks)
 # --8<-- [end:imports]
 
@@ -47,20 +47,9 @@ def ddp_setup(rank, world_size, backend, timeout):
 
 # --8<-- [start:prepare_dataset]
 def prepare_dataset(rank, world_size):
-    # Five samples are too few for eight ranks: use four noisy copies of the toy data.
-    # The noise has a generator of its own, so every rank and every run gets the
-    # same data.
-    generator = torch.Generator().manual_seed(123)
-    factor = 4
-    X_tr = torch.cat([X_train + torch.randn(X_train.shape, generator=generator) * 0.1
-                      for _ in range(factor)])
-    y_tr = y_train.repeat(factor)
-    X_te = torch.cat([X_test + torch.randn(X_test.shape, generator=generator) * 0.1
-                      for _ in range(factor)])
-    y_te = y_test.repeat(factor)
-
-    train_ds = ToyDataset(X_tr, y_tr)
-    test_ds = ToyDataset(X_te, y_te)
+    # Five samples are too few for eight ranks: use four noisy copies of the toy data
+    # (20 training and 8 test samples), the same on every rank and in every run.
+    train_ds, test_ds = enlarged_toy_datasets(factor=4)
 
     train_loader = DataLoader(
         dataset=train_ds,

@@ -183,6 +183,18 @@ def fail(message):
 # Where the ranks meet
 # ---------------------------------------------------------------------------------------
 
+def enlarged_toy_datasets(factor=4):
+    """The toy data of Appendix A, `factor` noisy copies of it (as the book's listing suggests in a
+    comment), so that up to 8 ranks all get batches. The noise comes from a generator of its own
+    with a fixed seed: every rank and every run builds exactly the same data."""
+    from snippets.appendix_a import ToyDataset, X_test, X_train, y_test, y_train
+
+    generator = torch.Generator().manual_seed(123)
+    X_tr = torch.cat([X_train + torch.randn(X_train.shape, generator=generator) * 0.1 for _ in range(factor)])
+    X_te = torch.cat([X_test + torch.randn(X_test.shape, generator=generator) * 0.1 for _ in range(factor)])
+    return ToyDataset(X_tr, y_train.repeat(factor)), ToyDataset(X_te, y_test.repeat(factor))
+
+
 def launched_by_torchrun():
     return "TORCHELASTIC_RUN_ID" in os.environ
 

@@ -5,6 +5,7 @@ import re
 import shutil
 from pathlib import Path
 
+import pytest
 from bs4 import BeautifulSoup
 
 from conftest import ROOT, mkdocs_build
@@ -83,23 +84,16 @@ def _site_copy(tmp_path: Path) -> Path:
     return copy
 
 
-def test_a_missing_section_stops_the_build(tmp_path):
+@pytest.mark.parametrize("page, addition, named", [
+    ("a2-understanding-tensors.md", '```python\n--8<-- "snippets/a2_tensors.py:no_such_section"\n```', "no_such_section"),
+    ("a3-computation-graphs.md", "See [the missing anchor](a4-automatic-differentiation.md#nowhere).", "#nowhere"),
+])
+def test_a_missing_section_or_a_broken_link_stops_the_build(page, addition, named, tmp_path):
     copy = _site_copy(tmp_path)
-    page = copy / "docs" / "a2-understanding-tensors.md"
-    page.write_text(page.read_text() + '\n```python\n--8<-- "snippets/a2_tensors.py:no_such_section"\n```\n')
+    path = copy / "docs" / page
+    path.write_text(path.read_text() + f"\n{addition}\n")
 
     result = mkdocs_build(copy / "mkdocs.yml", tmp_path / "site")
 
     assert result.returncode != 0
-    assert "no_such_section" in result.stderr
-
-
-def test_a_broken_link_stops_the_build(tmp_path):
-    copy = _site_copy(tmp_path)
-    page = copy / "docs" / "a3-computation-graphs.md"
-    page.write_text(page.read_text() + "\nSee [the missing anchor](a4-automatic-differentiation.md#nowhere).\n")
-
-    result = mkdocs_build(copy / "mkdocs.yml", tmp_path / "site")
-
-    assert result.returncode != 0
-    assert "#nowhere" in result.stderr
+    assert named in result.stderr
