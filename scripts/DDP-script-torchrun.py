@@ -24,12 +24,11 @@ from torch.utils.data.distributed import DistributedSampler
 # Run from a checkout without installing: make the `snippets` package importable.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from snippets.appendix_a import (  # noqa: E402
-    NeuralNetwork, compute_accuracy)
+from snippets.appendix_a import NeuralNetwork, compute_accuracy  # noqa: E402
 from snippets.ddp_common import (  # noqa: E402  (plumbing, not DDP itself)
-    enlarged_toy_datasets, exact_accuracy, exit_on_error, inject_fault, note, parse_args, print_accuracy,
-    print_banner, print_in_rank_order, read_snapshot, save_atomically,
-    set_master_address, store_for_this_attempt)
+    enlarged_toy_datasets, exact_accuracy, exit_on_error, exit_without_shutdown, inject_fault,
+    note, parse_args, print_accuracy, print_banner, print_in_rank_order, read_snapshot,
+    save_atomically, set_master_address, store_for_this_attempt)
 # --8<-- [end:imports]
 
 
@@ -177,4 +176,5 @@ if __name__ == "__main__":
         if rank == 0:
             print_banner(args)
         main(rank, local_rank, world_size, args)
+    exit_without_shutdown()  # done: skip interpreter shutdown, where Gloo can abort (see ddp_common)
 # --8<-- [end:launcher]

@@ -22,11 +22,11 @@ from torch.utils.data.distributed import DistributedSampler
 # Run from a checkout without installing: make the `snippets` package importable.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from snippets.appendix_a import (  # noqa: E402
-    NeuralNetwork, compute_accuracy)
+from snippets.appendix_a import NeuralNetwork, compute_accuracy  # noqa: E402
 from snippets.ddp_common import (  # noqa: E402  (plumbing, not DDP itself)
-    enlarged_toy_datasets, exact_accuracy, inject_fault, parse_args, print_accuracy, print_banner,
-    print_in_rank_order, save_atomically, set_master_address, wait_for_ranks)
+    enlarged_toy_datasets, exact_accuracy, exit_without_shutdown, inject_fault, parse_args,
+    print_accuracy, print_banner, print_in_rank_order, save_atomically, set_master_address,
+    wait_for_ranks)
 # --8<-- [end:imports]
 
 
@@ -79,6 +79,7 @@ def main(rank, world_size, args):
         train(rank, world_size, args)
     finally:
         destroy_process_group()  # leave the group cleanly, also after an error
+    exit_without_shutdown()  # done: skip interpreter shutdown, where Gloo can abort (see ddp_common)
 
 
 def train(rank, world_size, args):
