@@ -25,7 +25,6 @@ import re
 import shutil
 import sys
 import threading
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -200,15 +199,13 @@ def screenshots(request, tmp_path_factory) -> Path:
     folder = Path(os.environ["BROWSER_SCREENSHOTS"]) if os.environ.get("BROWSER_SCREENSHOTS") else (
         tmp_path_factory.mktemp("browser-screenshots"))
     folder.mkdir(parents=True, exist_ok=True)
-    started = time.perf_counter()
     line = f"browser screenshots: {folder}"
     print(f"\n{line}", file=sys.stderr)
 
     class Summary:  # a plugin, so that the line shows even when output is captured
         @staticmethod
         def pytest_terminal_summary(terminalreporter):
-            elapsed = time.perf_counter() - started
-            terminalreporter.write_line(f"{line} ({elapsed:.1f} s of browser checks)")
+            terminalreporter.write_line(line)
 
     request.config.pluginmanager.register(Summary(), "browser-screenshots-summary")
     return folder
