@@ -11,11 +11,10 @@ STAMP := $(VENV)/.installed
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
 	touch $@
 
 serve: $(STAMP)  ## build strictly, serve on http://127.0.0.1:8000, rebuild on every change
-	$(BIN)/mkdocs serve --strict --dev-addr 127.0.0.1:8000
+	$(BIN)/mkdocs serve --dev-addr 127.0.0.1:8000
 
 build: $(STAMP)  ## strict build into site/
 	$(BIN)/mkdocs build --strict
@@ -23,9 +22,8 @@ build: $(STAMP)  ## strict build into site/
 test: $(STAMP)  ## the whole test suite
 	$(BIN)/python -m pytest
 
-outputs: $(STAMP)  ## re-record every output and notebook after changing a snippet
-	$(BIN)/python -m tools.record_outputs
-	$(BIN)/python -m tools.notebooks
+outputs: $(STAMP)  ## re-record every output and notebook after changing a snippet (all or nothing)
+	$(BIN)/python -m tools.record
 	$(BIN)/python -m tools.record_script_outputs
 
 bench: $(STAMP)  ## measure the build, the tests, the pages and the DDP scripts

@@ -17,7 +17,9 @@ print("Total number of trainable model parameters:", num_params)
 
 
 # --8<-- [start:unseeded_weight]
+torch.set_printoptions(sci_mode=False)  # fixed-point: the layout never depends on the draw
 print(model.layers[0].weight)
+torch.set_printoptions(sci_mode=None)   # back to the default
 # --8<-- [end:unseeded_weight]
 
 

@@ -104,7 +104,7 @@ def train_model(model, train_loader, optimizer, num_epochs, device="cpu"):
             optimizer.step()                        # 4. update the weights
 
             print(f"Epoch: {epoch+1:03d}/{num_epochs:03d}"
-                  f" | Batch {batch_idx:03d}/{len(train_loader):03d}"
+                  f" | Batch {batch_idx+1:03d}/{len(train_loader):03d}"
                   f" | Train Loss: {loss:.2f}")
 
         model.eval()

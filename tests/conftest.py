@@ -1,4 +1,8 @@
-"""Fixtures shared by the test files: one strict build of the site for every test that reads it."""
+"""Fixtures shared by the test files: one recording of every page, one strict build of the site.
+
+`pytest --update-outputs` re-records: the recording that the tests compare with what is stored
+is written instead (all or nothing), so the comparisons then pass. `make outputs` does the same.
+"""
 
 import subprocess
 import sys
@@ -6,7 +10,23 @@ from pathlib import Path
 
 import pytest
 
+from tools import record
+
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def pytest_addoption(parser):
+    parser.addoption("--update-outputs", action="store_true",
+                     help="re-record every output and notebook instead of comparing (what `make outputs` does)")
+
+
+@pytest.fixture(scope="session")
+def recording(request) -> record.Recording:
+    """Every chapter page run alone once, fresh; written to the repository with --update-outputs."""
+    fresh = record.record()
+    if request.config.getoption("--update-outputs"):
+        record.write(fresh)
+    return fresh
 
 
 def mkdocs_build(config: Path, site_dir: Path) -> subprocess.CompletedProcess:
@@ -19,8 +39,10 @@ def mkdocs_build(config: Path, site_dir: Path) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="session")
-def built_site(tmp_path_factory) -> Path:
+def built_site(request, tmp_path_factory) -> Path:
     """The site as `make build` makes it, built once into a temporary folder."""
+    if request.config.getoption("--update-outputs"):
+        request.getfixturevalue("recording")  # written first: the build refuses stale outputs
     site = tmp_path_factory.mktemp("site")
     result = mkdocs_build(ROOT / "mkdocs.yml", site)
     assert result.returncode == 0, f"mkdocs build --strict failed:\n{result.stderr}"

@@ -1,21 +1,24 @@
 """MkDocs hooks: render what was recorded, never execute anything.
 
-- After every code block that includes a snippet section, add that section's recorded
-  output (an "Output" block), so a page cannot forget one or show a stale one.
-- Offer each page's snippet module (front matter `module:`) and notebook (`notebook:`)
-  for download, and serve the snippet modules and the DDP scripts under downloads/.
+- Under every code block that includes snippet sections, add what they printed when recorded
+  (an "Output" block), and refuse an output whose code has changed since it was recorded, or
+  one that is missing: `mkdocs build --strict` fails naming the section; `mkdocs serve` shows
+  the page with a visible mark instead, so the live preview never stops.
+- Serve each chapter page's code as one script that runs alone (downloads/PAGE.py), the DDP
+  scripts, and a "Run it yourself" box with the script, the notebook and an Open in Colab link.
 - Render math to MathML at build time, so formulas need no script and no network.
 - Move the ~590 KB of CSS that mkdocs-jupyter inlines into every notebook page into one
-  shared stylesheet, and drop the markup its own CSS hides, so a notebook page weighs what
-  a page weighs and the CSS is cached.
+  shared stylesheet, and drop the markup its own CSS hides.
 """
 
 import hashlib
 import json
+import logging
 import re
 import sys
+import tomllib
 from pathlib import Path
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import latex2mathml.converter
 from mkdocs.structure.files import File
@@ -23,11 +26,14 @@ from mkdocs.utils import get_relative_url
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # mkdocs loads this file by path
 
-from tools.notebooks import NOTEBOOKS  # noqa: E402
-from tools.record_outputs import RECORDED_ON, varying_patterns  # noqa: E402
+from tools import pages  # noqa: E402
 from tools.sections import OUTPUTS, ROOT  # noqa: E402
 
-DOWNLOADS = ["snippets/*.py", "scripts/*.py", "scripts/*.sbatch"]
+log = logging.getLogger("mkdocs.hooks")
+MANIFEST = OUTPUTS / "recorded.json"
+VARYING = ROOT / "snippets" / "varying_outputs.toml"
+DOWNLOADS = ["scripts/*.py", "scripts/*.sbatch", "snippets/appendix_a.py", "snippets/ddp_common.py"]  # MERGE-TODO
+serving = False
 
 # A python fence whose body is one or more snippet-section includes, at any indentation.
 SNIPPET_FENCE = re.compile(
@@ -36,7 +42,11 @@ SNIPPET_FENCE = re.compile(
     r'(?P=indent)```[ \t]*$',
     re.M,
 )
-INCLUDE = re.compile(r'"snippets/(\w+)\.py:([\w-]+)"')
+
+
+def on_startup(command, dirty):
+    global serving
+    serving = command == "serve"
 
 
 def math_block(source, language, css_class, options, md, **kwargs):
@@ -58,51 +68,107 @@ def on_config(config):
 def on_files(files, config):
     for pattern in DOWNLOADS:
         for path in sorted(ROOT.glob(pattern)):
-            relative = path.relative_to(ROOT).as_posix()
-            files.append(File.generated(config, f"downloads/{relative}", abs_src_path=str(path)))
+            files.append(File.generated(config, f"downloads/{path.relative_to(ROOT).as_posix()}",
+                                        abs_src_path=str(path)))
+    for page in pages.chapter_pages():
+        try:
+            script = pages.download_text(page)
+        except KeyError:  # a missing section: the page itself says so
+            continue
+        files.append(File.generated(config, f"downloads/{pages.download_name(page)}", content=script))
     return files
 
 
-def _output_block(match):
-    """The fence, followed by an Output block with what its sections printed (if anything)."""
-    indent = match["indent"]
-    printed = [(m, sec) for m, sec in INCLUDE.findall(match["includes"])
-               if (OUTPUTS / m / f"{sec}.txt").exists()]
-    if not printed:
-        return match[0]
-    title = "Output"
-    reasons = [spec["reason"] for m, sec in printed if (spec := varying_patterns().get(f"{m}:{sec}"))]
-    if reasons:
-        env = json.loads(RECORDED_ON.read_text())
-        title += f" (recorded with torch {env['torch']} on {env['device']}; {'; '.join(reasons)})"
-    lines = "".join(f'{indent}--8<-- "snippets/outputs/{m}/{sec}.txt"\n' for m, sec in printed)
-    return f'{match[0]}\n\n{indent}```text title="{title}"\n{lines}{indent}```'
+# ---------------------------------------------------------------------------------------------
+# Recorded outputs under the code
+
+def _problem(message: str) -> str:
+    """Report a problem: in a build it fails `--strict`; while serving, the page shows it too."""
+    log.warning(message)
+    return f'!!! failure "Not as recorded: run make outputs"\n    {message}\n\n' if serving else ""
 
 
-def _download_box(page):
-    depth = "../" * page.file.src_uri.count("/")
-    links = []
-    if module := page.meta.get("module"):
-        links.append(f"the code of this page as one script, [`{module}.py`]({depth}downloads/snippets/{module}.py)")
-    if notebook := page.meta.get("notebook"):
-        # The .ipynb itself is copied next to the notebook's page; raw HTML, since it is not a doc file.
-        ipynb = get_relative_url(f"notebooks/{notebook}/{notebook}.ipynb", page.url)
-        download = f'<a href="{ipynb}" download>download</a>'
-        links.append(f"the executed notebook [`{notebook}`]({depth}notebooks/{notebook}.ipynb) ({download})")
-    if not links:
-        return ""
-    return '!!! tip "Run it yourself"\n\n    Download ' + " or ".join(links) + ".\n\n"
+def _title(cells, varying, environment) -> str:
+    reasons = [varying[cell.key]["reason"] for cell in cells if cell.key in varying]
+    if not reasons:
+        return "Output"
+    return f"Output · recorded with torch {environment['torch']}, {environment['device']} · {'; '.join(reasons)}"
+
+
+def _with_outputs(markdown: str, page: str) -> str:
+    try:
+        cells = pages.program(page, markdown)
+    except KeyError as error:  # pymdownx.snippets stops a build on it; say it plainly while serving
+        return _problem(f"docs/{page}: {error.args[0]}") + markdown
+    recorded = json.loads(MANIFEST.read_text())
+    entries = recorded["pages"].get(page, {})
+    current = dict(zip((cell.key for cell in cells), pages.fingerprints(cells)))
+    varying = tomllib.loads(VARYING.read_text())
+    varying = {f"{module}:{section}": spec for module, specs in varying.items() for section, spec in specs.items()}
+    by_key = {cell.key: cell for cell in cells}
+
+    def add_output(match):
+        indent, marks = match["indent"], ""
+        fence_cells = [by_key[f"{m}:{s}"] for m, s in pages.INCLUDE.findall(match["includes"])]
+        for cell in fence_cells:
+            entry = entries.get(cell.key)
+            where = f"snippets/{cell.module}.py, section '{cell.section}' on docs/{page}"
+            if entry is None or entry["code"] != current[cell.key]:
+                marks += _problem(f"{where}: its code (or code before it on the page) changed since its "
+                                  "output was recorded; run `make outputs`.")
+            elif entry["prints"] and not (OUTPUTS / cell.module / f"{cell.section}.txt").exists():
+                marks += _problem(f"{where}: its recorded output is missing; run `make outputs`.")
+        printed = [cell for cell in fence_cells if (OUTPUTS / cell.module / f"{cell.section}.txt").exists()]
+        block = match[0]
+        if printed:
+            lines = "".join(f'{indent}--8<-- "snippets/outputs/{c.module}/{c.section}.txt"\n' for c in printed)
+            title = _title(printed, varying, recorded["environment"])
+            block += f'\n\n{indent}```text title="{title}"\n{lines}{indent}```'
+        if marks:
+            block += "\n\n" + "".join(f"{indent}{line}" if line else line for line in marks.splitlines(True))
+        return block
+
+    return SNIPPET_FENCE.sub(add_output, markdown)
+
+
+# ---------------------------------------------------------------------------------------------
+# "Run it yourself"
+
+def _colab(config, notebook: str) -> str | None:
+    """An Open in Colab link for a notebook of this repository, where it is on GitHub."""
+    repo = urlsplit(config.repo_url or "")
+    if repo.netloc != "github.com":
+        return None
+    branch = (config.edit_uri or "edit/main/").strip("/").split("/")[1]
+    return (f"https://colab.research.google.com/github{repo.path.rstrip('/')}/blob/{branch}/docs/"
+            f"notebooks/{notebook}.ipynb")
+
+
+def _run_it_yourself(page, config) -> str:
+    src = page.file.src_uri
+    script = get_relative_url(f"downloads/{pages.download_name(src)}", src)
+    links = [f"[`{pages.download_name(src)}`]({script}){{ download=\"{pages.download_name(src)}\" }}, this page's code as one script "
+             "that runs alone with torch installed"]
+    if notebook := pages.notebook_of(src):
+        links.append(f"the executed notebook [{notebook}]({get_relative_url(f'notebooks/{notebook}.ipynb', src)})"
+                     + (f", or [open it in Colab]({colab})" if (colab := _colab(config, notebook)) else ""))
+    return '!!! tip "Run it yourself"\n\n    Download ' + "; or ".join(links) + ".\n\n"
 
 
 def on_page_markdown(markdown, page, config, files):
-    markdown = SNIPPET_FENCE.sub(_output_block, markdown)
-    box = _download_box(page)
-    if box:
-        # After the page's title, so that the title stays the first thing on the page.
-        title, _, rest = markdown.partition("\n")
-        markdown = f"{title}\n\n{box}{rest}" if title.startswith("# ") else box + markdown
-    return markdown
+    src = page.file.src_uri
+    if src not in pages.chapter_pages():
+        return markdown
+    markdown = _with_outputs(markdown, src)
+    box = _run_it_yourself(page, config)
+    if page.meta.get("run_it_yourself") == "at the end":  # e.g. not above the exercises' solutions
+        return f"{markdown.rstrip()}\n\n{box}"
+    title, _, rest = markdown.partition("\n")  # after the title, which stays first
+    return f"{title}\n\n{box}{rest}"
 
+
+# ---------------------------------------------------------------------------------------------
+# Notebook pages
 
 STYLE = re.compile(r"<style[^>]*>(.*?)</style>\s*", re.S)
 # mkdocs-jupyter repeats this 800-byte icon in every cell's copy button; CSS draws it once instead.
@@ -112,7 +178,6 @@ COLLAPSER = re.compile(r'<div class="jp-Collapser [^"]*">\s*</div>\s*')
 # mkdocs-jupyter's Mermaid loader imports the library from a CDN; the notebooks have no diagrams.
 CDN_MERMAID = re.compile(r'<script type="module">(?:(?!</script>).)*?cdnjs\.(?:(?!</script>).)*?</script>', re.S)
 
-
 CHAPTERS = {}  # src_uri -> (title, url), filled from the nav
 
 
@@ -121,13 +186,15 @@ def on_nav(nav, config, files):
     return nav
 
 
-def _chapter_links(page) -> str:
-    """A box on a notebook page that links back to the chapters its cells come from."""
-    _, pages, _ = NOTEBOOKS[Path(page.file.src_uri).stem]
+def _read_along(page, config) -> str:
+    """A box on a notebook page: the chapters its cells come from, and Open in Colab."""
+    name = Path(page.file.src_uri).stem
     links = " · ".join(f'<a href="{get_relative_url(CHAPTERS[p][1], page.url)}">{CHAPTERS[p][0]}</a>'
-                       for p in pages)
+                       for p in pages.NOTEBOOKS[name][1])
+    colab = _colab(config, name)
+    colab = f' <a href="{colab}">Open it in Colab</a>, or download it with the button above.' if colab else ""
     return ('<div class="admonition info"><p class="admonition-title">Read along</p>'
-            f"<p>The cells below are the code of {links}, where the text explains each one.</p></div>\n")
+            f"<p>The text and cells below are those of {links}, where each one is explained.{colab}</p></div>\n")
 
 
 def on_post_page(output, page, config):
@@ -135,7 +202,7 @@ def on_post_page(output, page, config):
         return output
     # Under the notebook's title, the first heading inside the notebook.
     title_end = output.find("</h1>", output.find('<div class="jupyter-wrapper">')) + len("</h1>")
-    output = output[:title_end] + _chapter_links(page) + output[title_end:]
+    output = output[:title_end] + _read_along(page, config) + output[title_end:]
     head, body = output.split("<body", 1)
     css = "\n".join(STYLE.findall(body))
     if icon := COPY_ICON.search(body):

@@ -1,0 +1,142 @@
+"""Every chapter page runs alone and prints exactly what is stored: its outputs, its notebook cells."""
+
+import contextlib
+import io
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+import torch
+
+from conftest import ROOT
+from tools import pages, record
+from tools.sections import OUTPUTS, SNIPPETS, read_chunks
+
+DRAWS = 300  # fresh random states per output that prints an unseeded draw
+
+
+def test_every_page_prints_what_is_stored(recording):
+    problems = record.drift(recording)
+    assert not problems, "\n\n".join(problems)
+
+
+def stored_with(change: dict) -> dict:
+    """What is stored, with some files changed (text) or removed (None)."""
+    stored = record.stored_files()
+    for path, text in change.items():
+        if text is None:
+            del stored[path]
+        else:
+            stored[path] = text
+    return stored
+
+
+def test_one_changed_character_fails_with_a_diff_naming_the_file(recording):
+    shape = OUTPUTS / "a2_tensors" / "shape.txt"
+    problems = record.drift(recording, stored_with({shape: shape.read_text().replace("3", "4", 1)}))
+    assert len(problems) == 1, problems
+    assert problems[0].startswith("snippets/outputs/a2_tensors/shape.txt differs from a fresh run")
+    assert "-torch.Size([2, 4])" in problems[0] and "+torch.Size([2, 3])" in problems[0]
+    assert "make outputs" in problems[0]
+
+
+def test_a_machine_dependent_line_is_checked_for_its_shape(recording):
+    version = OUTPUTS / "a1_what_is_pytorch" / "version.txt"
+    fresh = recording.outputs["a1_what_is_pytorch:version"]
+    same_shape = re.sub(r"\d", "9", fresh)  # another version of the same layout: accepted
+    assert record.drift(recording, stored_with({version: same_shape})) == []
+    problems = record.drift(recording, stored_with({version: "no torch here\n"}))
+    assert [p.split(" differs")[0] for p in problems] == ["snippets/outputs/a1_what_is_pytorch/version.txt"]
+
+
+def test_a_new_or_vanished_output_is_reported(recording):
+    shape, old = OUTPUTS / "a2_tensors" / "shape.txt", OUTPUTS / "a2_tensors" / "removed_section.txt"
+    problems = "\n".join(record.drift(recording, stored_with({shape: None, old: "old\n"})))
+    assert "snippets/outputs/a2_tensors/shape.txt is not recorded" in problems
+    assert "snippets/outputs/a2_tensors/removed_section.txt is stored but nothing prints it" in problems
+
+
+def test_every_section_is_shown_on_a_page():
+    shown = {cell.key for page in pages.chapter_pages() for cell in pages.program(page)}
+    modules = [p for p in SNIPPETS.glob("*.py") if p.stem != "__init__"]
+    sections = {f"{p.stem}:{c.name}" for p in modules for c in read_chunks(p) if c.name}
+    assert sections - shown == set(), "sections that no page shows (so nothing runs them)"
+
+
+@pytest.mark.parametrize("text, message", [
+    ("# --8<-- [start:a]\nx = 1\n", "section 'a' is never ended"),
+    ("# --8<-- [start:a]\n# --8<-- [start:b]\n", "starts inside section 'a'"),
+    ("# --8<-- [end:a]\n", "end of 'a'"),
+    ("# --8<-- [start:a]\n# --8<-- [end:a]\n# --8<-- [start:a]\n# --8<-- [end:a]\n", "named twice"),
+])
+def test_malformed_section_markers_are_refused(text, message, tmp_path):
+    module = tmp_path / "broken.py"
+    module.write_text(text)
+    with pytest.raises(ValueError, match=message):
+        read_chunks(module)
+
+
+@pytest.mark.parametrize("pattern", [".*", ".+", r"[\s\S]*", r"\w+", "(?:ERROR|True|False)"])
+def test_a_pattern_that_would_accept_a_broken_line_is_refused(pattern, tmp_path):
+    declared = tmp_path / "varying_outputs.toml"
+    declared.write_text(f"[a1_what_is_pytorch.version]\nreason = 'x'\nlines = ['{pattern}']\n")
+    with pytest.raises(record.RecordingError, match=re.escape(f"pattern {pattern!r} also accepts")):
+        record.varying_patterns(declared)
+
+
+RANDOM = [key for key, spec in record.varying_patterns().items() if spec.get("random")]
+
+
+@pytest.mark.parametrize("key", RANDOM)
+def test_an_unseeded_output_keeps_its_layout_whatever_the_draw(key, recording):
+    """The page's code up to the section, run DRAWS times in this process from fresh random states:
+    every printout has the recorded layout (its lines' count and lengths), only the digits change."""
+    page = next(p for p, run in recording.runs.items() if key in [c.key for c in run["cells"]])
+    cells = recording.runs[page]["cells"]
+    prefix = cells[: [c.key for c in cells].index(key) + 1]
+    patterns = record.varying_patterns()[key]["lines"]
+    shapes = set()
+    try:
+        for _ in range(DRAWS):
+            torch.seed()
+            namespace, printed = {"__name__": "__main__"}, io.StringIO()
+            with contextlib.redirect_stdout(printed):
+                for cell in prefix:
+                    before = printed.tell()
+                    exec(cell.code, namespace)
+            text = printed.getvalue()[before:]
+            diff = record.compare_text(recording.outputs[key], text, patterns, key)
+            assert diff is None, f"a fresh draw printed {key} in another layout:\n{diff}"
+            shapes.add(tuple(map(len, text.splitlines())))
+    finally:
+        torch.set_printoptions(profile="default")
+    assert len(shapes) == 1
+
+
+def test_an_interrupted_recording_changes_nothing_and_leaves_nothing_running(tmp_path):
+    """Ctrl-C and SIGTERM while the pages run: exit 130 / 143, no file changed, no child left."""
+    before = record.stored_files()
+    for signal_number, status in [(signal.SIGINT, 130), (signal.SIGTERM, 143)]:
+        recorder = subprocess.Popen([sys.executable, "-m", "tools.record"], cwd=ROOT, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True, env={**os.environ, "TMPDIR": str(tmp_path)})
+        process = psutil.Process(recorder.pid)
+        deadline = time.monotonic() + 60
+        while not process.children() and time.monotonic() < deadline:  # the pages are running
+            time.sleep(0.05)
+        children = process.children(recursive=True)
+        assert children, "the recorder started no page run within 60 s"
+        time.sleep(0.3)
+        recorder.send_signal(signal_number)
+        _, stderr = recorder.communicate(timeout=30)
+        assert recorder.returncode == status, stderr
+        gone, alive = psutil.wait_procs(children, timeout=5)
+        assert not alive, f"left running after {signal.Signals(signal_number).name}: {alive}"
+    assert record.stored_files() == before
+    leftovers = [p for p in ROOT.rglob(".*.recording")]
+    assert leftovers == []
+    assert os.listdir(tmp_path) == [], "temporary folders left behind"

@@ -1,0 +1,93 @@
+"""What a chapter page's code is: the snippet sections it includes, in page order.
+
+A page's *program* is what a reader gets by copying every Python block of the page from top to
+bottom; it starts with whatever the page needs from earlier pages (its "Code from earlier
+sections" block). The recorder runs it, the build turns it into the page's download, and the
+notebooks are made from the programs of their pages, so all three show the same code.
+"""
+
+import hashlib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from tools.sections import ROOT, section_code
+
+DOCS = ROOT / "docs"
+# The one mapping from notebooks to pages: name -> (title, pages in order).
+NOTEBOOKS = {
+    "code-part1": ("Appendix A, code part 1: A.1 to A.8", [
+        "a1-what-is-pytorch.md", "a2-understanding-tensors.md", "a3-computation-graphs.md",
+        "a4-automatic-differentiation.md", "a5-multilayer-neural-networks.md",
+        "a6-efficient-data-loaders.md", "a7-typical-training-loop.md",
+        "a8-saving-and-loading-models.md",
+    ]),
+    "code-part2": ("Appendix A, code part 2: A.9 GPU training", ["a9-gpu-training.md"]),
+    "exercise-solutions": ("Appendix A, exercise solutions", ["exercises.md"]),
+}
+EARLIER_CODE = "Code from earlier sections"  # the title of the collapsed block at the top of a page
+
+# An include of a snippet section on its own line, at any indentation (inside a block or not).
+INCLUDE = re.compile(r'^[ \t]*--8<-- "snippets/(\w+)\.py:([\w-]+)"[ \t]*$', re.M)
+
+
+@dataclass(frozen=True)
+class Cell:
+    module: str
+    section: str
+    code: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.module}:{self.section}"
+
+
+def chapter_pages() -> list[str]:
+    """The pages whose code is recorded: every page of a notebook, in notebook order."""
+    return [page for _, pages in NOTEBOOKS.values() for page in pages]
+
+
+def notebook_of(page: str) -> str | None:
+    return next((name for name, (_, pages) in NOTEBOOKS.items() if page in pages), None)
+
+
+def page_text(page: str) -> str:
+    return (DOCS / page).read_text()
+
+
+def program(page: str, text: str | None = None) -> list[Cell]:
+    """The cells of a page, in page order; KeyError if an included section does not exist."""
+    text = page_text(page) if text is None else text
+    return [Cell(m, s, section_code(m, s)) for m, s in INCLUDE.findall(text)]
+
+
+def fingerprints(cells: list[Cell]) -> list[str]:
+    """For each cell, a hash of its code and of every cell before it: what its output depends on."""
+    digest, prints = hashlib.sha256(), []
+    for cell in cells:
+        digest.update(cell.code.encode() + b"\0")
+        prints.append(digest.copy().hexdigest()[:16])
+    return prints
+
+
+def title(page: str) -> str:
+    return next(line[2:].strip() for line in page_text(page).splitlines() if line.startswith("# "))
+
+
+def download_name(page: str) -> str:
+    return f"{Path(page).stem}.py"
+
+
+def download_text(page: str, cells: list[Cell] | None = None) -> str:
+    """The page's code as one script that runs alone, in the percent format that editors
+    (VS Code, PyCharm, Spyder, Jupytext) show as cells: one `# %%` cell per code block."""
+    cells = program(page) if cells is None else cells
+    header = (f'"""{title(page)}: the code of this page of "Appendix A: Introduction to PyTorch",\n'
+              f"in page order. It needs only torch (and numpy): python {download_name(page)}\n"
+              '"""\n')
+    return header + "".join(f"\n# %%\n{cell.code}\n" for cell in cells)
+
+
+def split_download(text: str) -> list[str]:
+    """The cells of a download, as download_text wrote them (the header is not a cell)."""
+    return [part.strip("\n") for part in text.split("\n# %%\n")[1:]]

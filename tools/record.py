@@ -1,0 +1,388 @@
+"""Record what every chapter page prints, and the notebooks made of those pages.
+
+    python -m tools.record        # re-record (make outputs; pytest --update-outputs does the same)
+
+Each page's program (tools/pages.py) runs as the page's download, alone: in an empty folder,
+under `python -I`, in a Python that cannot import this project, cell by cell in one namespace.
+That single run gives everything that is stored:
+
+- snippets/outputs/MODULE/SECTION.txt, what each section printed (pages show it under the code);
+- snippets/outputs/recorded.json, where it was recorded and, for each cell of each page, a
+  fingerprint of the code it ran after (the build refuses an output whose code has changed since);
+- docs/notebooks/*.ipynb, the pages' text and code with these outputs.
+
+Lines that depend on the machine (a version, a timing, an unseeded weight) are declared in
+snippets/varying_outputs.toml; the check compares their shape, and re-recording keeps the stored
+value of a line that only changed its value, so an unchanged tree re-records to the same bytes.
+Writing is all or nothing: every file is written beside its target and renamed into place at the
+end, with Ctrl-C held back for those milliseconds.
+"""
+
+import contextlib
+import difflib
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import tomllib
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+
+from tools import pages
+from tools.sections import OUTPUTS, ROOT, SNIPPETS
+
+VARYING = SNIPPETS / "varying_outputs.toml"
+MANIFEST = OUTPUTS / "recorded.json"
+NOTEBOOK_DIR = pages.DOCS / "notebooks"
+RERECORD = "make outputs"
+KERNEL = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
+# Lines that no declared pattern may accept: a pattern that matches one of them accepts too much.
+CANARIES = ["", "ERROR", "Traceback (most recent call last):", "Segmentation fault (core dumped)"]
+
+
+class RecordingError(Exception):
+    """A page's code failed, or the declarations are wrong; the message says where."""
+
+
+# Runs in the child, `python -I -c RUNNER SCRIPT RESULT`: the download's cells one by one in a real
+# __main__ module (pickling a class defined in a cell then works as in a script), stdout per cell.
+RUNNER = r"""
+import contextlib, importlib.util, io, json, os, platform, sys, traceback, types
+script, result = sys.argv[1], sys.argv[2]
+if importlib.util.find_spec("snippets") is not None:
+    sys.exit("this Python can import the project's `snippets` package, but a page must run without it; "
+             "uninstall the project from this environment (pip uninstall appendix-a-executable-book)")
+text = open(script, encoding="utf-8").read()
+main = types.ModuleType("__main__")
+main.__file__ = script
+sys.modules["__main__"] = main
+outputs, line = [], 1
+for number, part in enumerate(text.split("\n# %%\n")):
+    code = compile("\n" * (line - 1) + part, script, "exec")  # tracebacks name the real line
+    line += part.count("\n") + 2
+    buffer = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(buffer):
+            exec(code, main.__dict__)
+    except BaseException:
+        sys.exit(f"{os.path.basename(script)}: cell {number} raised:\n{traceback.format_exc()}")
+    outputs.append(buffer.getvalue())
+import torch
+if torch.cuda.is_available():
+    device = torch.cuda.get_device_name(0)
+elif torch.backends.mps.is_available():
+    device = "Apple silicon (MPS)"
+else:
+    device = f"CPU only, {os.cpu_count()} cores"
+environment = {"torch": torch.__version__, "python": platform.python_version(),
+               "machine": f"{platform.system()} {platform.machine()}", "device": device}
+with open(result, "w") as file:
+    json.dump({"outputs": outputs[1:], "environment": environment}, file)
+"""
+
+
+def _die_with_parent():
+    """In the child: be killed when the recorder dies, however it dies (Linux)."""
+    import ctypes
+
+    ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+running = set()  # the children now running, stopped at once if the recording is interrupted
+
+
+def run_page(page: str) -> dict:
+    """Run the page's download alone; {"cells": [...], "outputs": [text per cell], "environment": {...}}."""
+    cells = pages.program(page)
+    with tempfile.TemporaryDirectory(prefix="page-run-") as folder:
+        script = Path(folder) / pages.download_name(page)
+        script.write_text(pages.download_text(page, cells))
+        result = Path(folder) / "result.json"
+        child = subprocess.Popen([sys.executable, "-I", "-c", RUNNER, str(script), str(result)], cwd=folder,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                 preexec_fn=_die_with_parent if sys.platform == "linux" else None)
+        running.add(child)
+        try:
+            _, stderr = child.communicate()
+        finally:
+            running.discard(child)
+        if child.returncode != 0:
+            raise RecordingError(f"the code of docs/{page} does not run alone:\n{stderr.strip()}")
+        run = json.loads(result.read_text())
+    return {"cells": cells, **run}
+
+
+def in_parallel(function, items) -> list:
+    """function(item) for every item, on every core; an interruption stops the children at once."""
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        try:
+            return list(pool.map(function, items))
+        except BaseException:
+            pool.shutdown(wait=False, cancel_futures=True)
+            for child in list(running):
+                child.kill()
+            raise
+
+
+# ---------------------------------------------------------------------------------------------
+# Machine-dependent lines
+
+def varying_patterns(path: Path = VARYING) -> dict[str, dict]:
+    """{"module:section": {"reason": ..., "lines": [regex, ...]}}; a pattern that accepts anything is refused."""
+    declared = tomllib.loads(path.read_text())
+    specs = {f"{module}:{section}": spec for module, sections in declared.items()
+             for section, spec in sections.items()}
+    for key, spec in specs.items():
+        for pattern in spec["lines"]:
+            if accepted := [c for c in CANARIES if re.fullmatch(pattern, c)]:
+                raise RecordingError(f"{path.name}: [{key.replace(':', '.')}] pattern {pattern!r} also accepts "
+                                     f"{accepted[0]!r}, so it would hide a broken output; make it match only "
+                                     "the line it is for.")
+    return specs
+
+
+def compare_text(recorded: str, fresh: str, patterns: list[str], label: str) -> str | None:
+    """None if `fresh` matches `recorded`, else a unified diff. A line that differs passes only if it
+    has the same length as the recorded line (its layout) and one pattern matches the whole of both."""
+    old, new = recorded.splitlines(keepends=True), fresh.splitlines(keepends=True)
+    if len(old) == len(new) and all(a == b or _same_shape(a, b, patterns) for a, b in zip(old, new)):
+        return None
+    return "".join(difflib.unified_diff(old, new, f"recorded {label}", f"fresh run of {label}"))
+
+
+def _same_shape(a: str, b: str, patterns: list[str]) -> bool:
+    if a.endswith("\n") != b.endswith("\n"):
+        return False
+    a, b = a.rstrip("\n"), b.rstrip("\n")
+    return any(re.fullmatch(p, a) and re.fullmatch(p, b) for p in patterns)
+
+
+# ---------------------------------------------------------------------------------------------
+# A recording: everything `make outputs` writes, in memory
+
+@dataclass
+class Recording:
+    outputs: dict[str, str] = field(default_factory=dict)  # "module:section" -> printed text
+    manifest: dict = field(default_factory=dict)
+    notebooks: dict[str, str] = field(default_factory=dict)  # name -> file text
+    runs: dict[str, dict] = field(default_factory=dict)  # page -> run_page()
+
+    def files(self) -> dict[Path, str]:
+        files = {OUTPUTS / module / f"{section}.txt": text
+                 for module, section in (key.split(":") for key in self.outputs)
+                 for text in [self.outputs[f"{module}:{section}"]]}
+        files[MANIFEST] = json.dumps(self.manifest, indent=2, sort_keys=True) + "\n"
+        files.update({NOTEBOOK_DIR / f"{name}.ipynb": text for name, text in self.notebooks.items()})
+        return files
+
+
+def record() -> Recording:
+    """Run every chapter page once, and make what is stored from those runs."""
+    chapter_pages = pages.chapter_pages()
+    runs = dict(zip(chapter_pages, in_parallel(run_page, chapter_pages)))
+    varying = varying_patterns()
+    recording = Recording(runs=runs)
+    recording.manifest = {"environment": next(iter(runs.values()))["environment"], "pages": {}}
+    for page, run in runs.items():
+        cells = run["cells"]
+        recording.manifest["pages"][page] = {
+            cell.key: {"code": fingerprint, "prints": bool(text)}
+            for cell, fingerprint, text in zip(cells, pages.fingerprints(cells), run["outputs"])}
+        for cell, text in zip(cells, run["outputs"]):
+            if not text:
+                continue
+            earlier = recording.outputs.setdefault(cell.key, text)
+            patterns = varying.get(cell.key, {}).get("lines", [])
+            if compare_text(earlier, text, patterns, cell.key):
+                raise RecordingError(f"snippets/{cell.module}.py, section '{cell.section}' prints differently "
+                                     f"on docs/{page} than on an earlier page; a section shown on two pages "
+                                     "must print the same on both.")
+    for key, text in recording.outputs.items():  # a value that only changed keeps the stored one
+        stored = _stored_output(key)
+        patterns = varying.get(key, {}).get("lines", [])
+        if stored is not None and stored != text and compare_text(stored, text, patterns, key) is None:
+            recording.outputs[key] = stored
+    for name in pages.NOTEBOOKS:
+        recording.notebooks[name] = notebook_text(name, runs, recording.outputs)
+    return recording
+
+
+def _stored_output(key: str) -> str | None:
+    module, section = key.split(":")
+    path = OUTPUTS / module / f"{section}.txt"
+    return path.read_text() if path.exists() else None
+
+
+def stored_files() -> dict[Path, str]:
+    """What is committed now, in the places a recording writes."""
+    paths = [*OUTPUTS.glob("*/*.txt"), MANIFEST, *NOTEBOOK_DIR.glob("*.ipynb")]
+    return {path: path.read_text() for path in paths if path.exists()}
+
+
+def drift(recording: Recording, stored: dict[Path, str] | None = None) -> list[str]:
+    """Every difference between a fresh recording and what is committed, each a readable paragraph."""
+    varying, problems = varying_patterns(), []
+    fresh, stored = recording.files(), stored_files() if stored is None else stored
+    for path in sorted(set(fresh) | set(stored)):
+        name = path.relative_to(ROOT)
+        if path not in fresh:
+            problems.append(f"{name} is stored but nothing prints it any more; run `{RERECORD}`.")
+        elif path not in stored:
+            problems.append(f"{name} is not recorded; run `{RERECORD}`.")
+        elif fresh[path] != stored[path]:
+            key = f"{path.parent.name}:{path.stem}"
+            diff = compare_text(stored[path], fresh[path], varying.get(key, {}).get("lines", []), str(name))
+            if diff:
+                problems.append(f"{name} differs from a fresh run (run `{RERECORD}` if the change is "
+                                f"intended):\n{diff}")
+    return problems
+
+
+# ---------------------------------------------------------------------------------------------
+# Notebooks: the pages' text and code, with the outputs of the pages' runs
+
+ADMONITION = re.compile(r'^(?:!!!|\?\?\?\+?|===) ?(\w*)(?: *"([^"]*)")?\s*$')
+FENCE = re.compile(r"^(`{3,})(\w*)")
+LOCAL_LINK = re.compile(r"\[([^\]]+)\]\((?!https?://)[^)]*\)")
+
+
+def _markdown_and_code(page: str):
+    """The page as a list of ("markdown", line) and ("code", index in its program, from the earlier-code block)."""
+    text = re.sub(r"\A---\n.*?\n---\n", "", pages.page_text(page), flags=re.S)
+    text = re.sub(r"<figure.*?</figure>\n?", "", text, flags=re.S)
+    items, fence, language, include, earlier = [], None, "", 0, False
+    for line in text.splitlines():
+        line = re.sub(r"^(?: {4})+", "", line)  # bodies of admonitions and tabs become plain text
+        if fence:
+            if line.startswith(fence):
+                fence, earlier = None, False
+                items.append(("markdown", {"math": "$$", "python": None}.get(language, line)))
+            elif pages.INCLUDE.match(line):
+                items.append(("code", include, earlier))
+                include += 1
+            elif language != "python":
+                items.append(("markdown", line))
+            continue
+        if match := FENCE.match(line):
+            fence, language = match.groups()
+            items.append(("markdown", {"math": "$$", "python": None}.get(language, line)))
+        elif match := ADMONITION.match(line):
+            heading = match[2] if match[2] is not None else match[1].capitalize()
+            earlier = heading == pages.EARLIER_CODE
+            items.append(("markdown", None if earlier or not heading else f"**{heading}**\n"))
+        elif not (earlier or line.startswith("<") or "--8<--" in line):
+            if heading := re.match(r"^(#{1,5}) (.*)$", line):  # one level down; no code marks (the TOC)
+                line = f"#{heading[1]} {heading[2].replace('`', '')}"
+            items.append(("markdown", LOCAL_LINK.sub(r"\1", line)))
+    return [item for item in items if item[1] is not None]
+
+
+def _markdown_cell(lines: list[str]):
+    text = re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
+    return [nbformat.v4.new_markdown_cell(text)] if text else []
+
+
+def notebook_text(name: str, runs: dict[str, dict], outputs: dict[str, str]) -> str:
+    """The notebook `name` as it is stored: text cells from its pages, code cells with outputs."""
+    title, notebook_pages = pages.NOTEBOOKS[name]
+    chapters = ", ".join(pages.title(page).split(" ")[0] for page in notebook_pages)
+    cells = [nbformat.v4.new_markdown_cell(
+        f"# {title}\n\nThe text and code of {chapters} of the executable book, with the outputs recorded when "
+        "it ran. Run the cells from the top: later cells use what earlier ones defined. It needs only "
+        "torch (and numpy).")]
+    seen = set()
+    for page in notebook_pages:
+        program, markdown, noted = runs[page]["cells"], [], False
+        for item in _markdown_and_code(page):
+            if item[0] == "markdown":
+                markdown.append(item[1])
+                continue
+            cell, earlier = program[item[1]], item[2]
+            if cell.key in seen:
+                continue  # an earlier page of this notebook defined it already
+            if earlier and not noted:
+                markdown.append(f"\n**{pages.EARLIER_CODE}**, so that this part runs on its own:")
+                noted = True
+            cells += _markdown_cell(markdown)
+            markdown = []
+            seen.add(cell.key)
+            code = nbformat.v4.new_code_cell(cell.code)
+            code.metadata["section"] = cell.key
+            if cell.key in outputs:
+                code.outputs = [nbformat.v4.new_output("stream", name="stdout", text=outputs[cell.key])]
+            cells.append(code)
+        cells += _markdown_cell(markdown)
+    count = 0
+    for number, cell in enumerate(cells):
+        cell.id = f"cell-{number:03d}"  # stable ids: re-recording changes no byte
+        if cell.cell_type == "code":
+            count += 1
+            cell.execution_count = count
+    notebook = nbformat.v4.new_notebook(cells=cells, metadata={"kernelspec": KERNEL,
+                                                               "language_info": {"name": "python"}})
+    nbformat.validate(notebook)
+    return nbformat.writes(notebook) + "\n"
+
+
+# ---------------------------------------------------------------------------------------------
+# Writing, all or nothing
+
+@contextlib.contextmanager
+def signals_held():
+    """Hold Ctrl-C and SIGTERM back while files are renamed into place; they arrive afterwards."""
+    held = {signal.SIGINT, signal.SIGTERM}
+    signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, held)
+
+
+def write(recording: Recording) -> list[Path]:
+    """Make the stored files what `recording` says; return the paths that changed."""
+    fresh, stored = recording.files(), stored_files()
+    changed = [path for path, text in fresh.items() if stored.get(path) != text]
+    removed = [path for path in stored if path not in fresh]
+    with signals_held():
+        staged = []
+        try:
+            for path in changed:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                temporary = path.with_name(f".{path.name}.recording")
+                temporary.write_text(fresh[path])
+                staged.append((temporary, path))
+        except BaseException:
+            for temporary, _ in staged:
+                temporary.unlink(missing_ok=True)
+            raise
+        for temporary, path in staged:
+            os.replace(temporary, path)
+        for path in removed:
+            path.unlink()
+    return changed + removed
+
+
+def main() -> int:
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so that `finally` blocks run
+    try:
+        recording = record()
+    except RecordingError as error:
+        print(error, file=sys.stderr)
+        return 1
+    except (KeyboardInterrupt, SystemExit) as stop:
+        print("interrupted: nothing was written", file=sys.stderr)
+        return 130 if isinstance(stop, KeyboardInterrupt) else stop.code
+    changed = write(recording)
+    print(f"recorded {len(recording.runs)} pages: {len(changed)} file(s) changed"
+          + "".join(f"\n  {path.relative_to(ROOT)}" for path in changed))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
