@@ -14,6 +14,7 @@
 import hashlib
 import json
 import logging
+import os
 import re
 import sys
 import tomllib
@@ -25,15 +26,18 @@ from mkdocs.structure.files import File
 from mkdocs.utils import get_relative_url
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # mkdocs loads this file by path
+# `mkdocs serve` loads this file again on every change; import our modules afresh with it.
+for name in [name for name in sys.modules if name == "tools" or name.startswith("tools.")]:
+    del sys.modules[name]
 
 from tools import pages  # noqa: E402
-from tools.sections import OUTPUTS, ROOT  # noqa: E402
+from tools.sections import OUTPUTS, ROOT, section_code  # noqa: E402
 
 log = logging.getLogger("mkdocs.hooks")
 MANIFEST = OUTPUTS / "recorded.json"
 VARYING = ROOT / "snippets" / "varying_outputs.toml"
 DOWNLOADS = ["scripts/*.py", "scripts/*.sbatch", "snippets/appendix_a.py", "snippets/ddp_common.py"]  # MERGE-TODO
-serving = False
+SERVING = "APPENDIX_A_SERVING"  # set by on_startup; an environment variable outlives the reloads of this file
 
 # A python fence whose body is one or more snippet-section includes, at any indentation.
 SNIPPET_FENCE = re.compile(
@@ -45,8 +49,11 @@ SNIPPET_FENCE = re.compile(
 
 
 def on_startup(command, dirty):
-    global serving
-    serving = command == "serve"
+    os.environ[SERVING] = "1" if command == "serve" else ""
+
+
+def serving() -> bool:
+    return bool(os.environ.get(SERVING))
 
 
 def math_block(source, language, css_class, options, md, **kwargs):
@@ -73,7 +80,7 @@ def on_files(files, config):
     for page in pages.chapter_pages():
         try:
             script = pages.download_text(page)
-        except KeyError:  # a missing section: the page itself says so
+        except (KeyError, ValueError):  # a missing or broken section: the page itself says so
             continue
         files.append(File.generated(config, f"downloads/{pages.download_name(page)}", content=script))
     return files
@@ -82,10 +89,18 @@ def on_files(files, config):
 # ---------------------------------------------------------------------------------------------
 # Recorded outputs under the code
 
-def _problem(message: str) -> str:
+def _problem(message: str, title: str = "Output out of date: run make outputs") -> str:
     """Report a problem: in a build it fails `--strict`; while serving, the page shows it too."""
     log.warning(message)
-    return f'!!! failure "Not as recorded: run make outputs"\n    {message}\n\n' if serving else ""
+    return f'!!! failure "{title}"\n    {message}\n\n' if serving() else ""
+
+
+def _missing(module: str, section: str) -> bool:
+    try:
+        section_code(module, section)
+    except (KeyError, ValueError):
+        return True
+    return False
 
 
 def _title(cells, varying, environment) -> str:
@@ -98,8 +113,10 @@ def _title(cells, varying, environment) -> str:
 def _with_outputs(markdown: str, page: str) -> str:
     try:
         cells = pages.program(page, markdown)
-    except KeyError as error:  # pymdownx.snippets stops a build on it; say it plainly while serving
-        return _problem(f"docs/{page}: {error.args[0]}") + markdown
+    except (KeyError, ValueError) as error:  # pymdownx.snippets stops a build on it; serving, show the page
+        if serving():
+            markdown = pages.INCLUDE.sub(lambda m: "" if _missing(*m.groups()) else m[0], markdown)
+        return _problem(f"docs/{page}: {error.args[0]}", "Missing code") + markdown  # no outputs until fixed
     recorded = json.loads(MANIFEST.read_text())
     entries = recorded["pages"].get(page, {})
     current = dict(zip((cell.key for cell in cells), pages.fingerprints(cells)))

@@ -56,6 +56,8 @@ def read_chunks(path: Path) -> list[Chunk]:
 
 def section_code(module: str, name: str) -> str:
     """The code of one section, as a page shows it."""
+    if not (SNIPPETS / f"{module}.py").exists():
+        raise KeyError(f"there is no snippets/{module}.py")
     for chunk in read_chunks(SNIPPETS / f"{module}.py"):
         if chunk.name == name:
             return chunk.code.strip("\n")
