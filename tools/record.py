@@ -241,6 +241,15 @@ def drift(recording: Recording, stored: dict[Path, str] | None = None) -> list[s
             if diff:
                 problems.append(f"{name} differs from a fresh run (run `{RERECORD}` if the change is "
                                 f"intended):\n{diff}")
+    for key, spec in varying.items():  # a declaration must still be needed, or it goes
+        where = f"{VARYING.name}: [{key.replace(':', '.')}]"
+        if key.split(":")[0] == "scripts":
+            continue  # the DDP scripts' runs, checked with them
+        if key not in recording.outputs:
+            problems.append(f"{where} names a section that prints nothing; remove the entry.")
+        elif unused := [p for p in spec["lines"]
+                        if not any(re.fullmatch(p, line) for line in recording.outputs[key].splitlines())]:
+            problems.append(f"{where} pattern {unused[0]!r} matches no line it prints; remove it or fix it.")
     return problems
 
 
