@@ -44,7 +44,7 @@ def test_reexecution_reproduces_the_stored_outputs(name, reexecuted):
         if old.cell_type != "code":
             continue
         kinds = [o.output_type for o in new.outputs if not (o.output_type == "stream" and o.name == "stdout")]
-        assert kinds == [], f"{name}.ipynb cell {index} writes {kinds} when run in a kernel"
+        assert kinds == [], f"{name}.ipynb cell {index} writes {kinds} when run in a kernel"  # plots are the recorder's
         section = old.metadata["section"]
         diff = record.compare_text(stdout_of(old), stdout_of(new), patterns.get(section, {}).get("lines", []),
                                    f"{name}.ipynb cell {index} ({section})")

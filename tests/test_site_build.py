@@ -48,7 +48,12 @@ def test_a_page_shows_its_download_and_the_outputs_it_prints(page, built_site, r
     outputs = [text for title, text in shown if title.startswith("Output")]
     # Markdown expands tabs (A.8's error message has one) to 4 columns.
     assert "".join(outputs) == "".join(printed).expandtabs(4), f"the Output blocks of {url}/ are not what it printed"
-    box = BeautifulSoup((built_site / url / "index.html").read_text(), "html.parser").select_one(".admonition.tip")
+    soup = BeautifulSoup((built_site / url / "index.html").read_text(), "html.parser")
+    shown_plots = [img["src"] for img in soup.select(".md-content figure.plot img")]
+    drawn = [f"../plots/{key.replace(':', '/')}.svg" for key in run["plots"]]
+    assert shown_plots == drawn, f"{url}/ shows the plots {shown_plots}, its run drew {drawn}"
+    assert all((built_site / url / src).resolve().exists() for src in shown_plots)
+    box = soup.select_one(".admonition.tip")
     assert box.select_one(f'a[href="../downloads/{pages.download_name(page)}"][download]'), "no download link"
     if notebook := pages.notebook_of(page):
         assert box.select_one(f'a[href="../notebooks/{notebook}/"]'), "no link to the notebook"

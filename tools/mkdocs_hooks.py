@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # mkdocs loads thi
 for name in [name for name in sys.modules if name == "tools" or name.startswith("tools.")]:
     del sys.modules[name]
 
-from tools import pages  # noqa: E402
+from tools import pages, plots  # noqa: E402
 from tools.sections import OUTPUTS, ROOT, section_code  # noqa: E402
 
 log = logging.getLogger("mkdocs.hooks")
@@ -83,6 +83,8 @@ def on_files(files, config):
         except (KeyError, ValueError):  # a missing or broken section: the page itself says so
             continue
         files.append(File.generated(config, f"downloads/{pages.download_name(page)}", content=script))
+    for plot in sorted(OUTPUTS.glob("*/*.svg")):
+        files.append(File.generated(config, f"plots/{plot.parent.name}/{plot.name}", abs_src_path=str(plot)))
     return files
 
 
@@ -141,6 +143,13 @@ def _with_outputs(markdown: str, page: str) -> str:
             lines = "".join(f'{indent}--8<-- "snippets/outputs/{c.module}/{c.section}.txt"\n' for c in printed)
             title = _title(printed, varying, recorded["environment"])
             block += f'\n\n{indent}```text title="{title}"\n{lines}{indent}```'
+        for cell in fence_cells:  # a plot drawn at record time from what the code computed
+            plot = OUTPUTS / cell.module / f"{cell.section}.plot.json"
+            if (page, cell.key) in plots.PLOTS and plot.exists():
+                alt = json.loads(plot.read_text())["title"]
+                block += (f'\n\n{indent}<figure class="plot" markdown="span">\n{indent}'
+                          f'![{alt}](plots/{cell.module}/{cell.section}.svg)\n{indent}<figcaption>{alt}</figcaption>\n'
+                          f"{indent}</figure>")
         if marks:
             block += "\n\n" + "".join(f"{indent}{line}" if line else line for line in marks.splitlines(True))
         return block

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import nbformat
 
-from tools import pages
+from tools import pages, plots
 from tools.sections import OUTPUTS, ROOT, SNIPPETS
 
 VARYING = SNIPPETS / "varying_outputs.toml"
@@ -54,7 +54,7 @@ class RecordingError(Exception):
 # __main__ module (pickling a class defined in a cell then works as in a script), stdout per cell.
 RUNNER = r"""
 import contextlib, importlib.util, io, json, os, platform, sys, traceback, types
-script, result = sys.argv[1], sys.argv[2]
+script, result, plotters = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
 if importlib.util.find_spec("snippets") is not None:
     sys.exit("this Python can import the project's `snippets` package, but a page must run without it; "
              "uninstall the project from this environment (pip uninstall appendix-a-executable-book)")
@@ -73,6 +73,14 @@ for number, part in enumerate(text.split("\n# %%\n")):
     except BaseException:
         sys.exit(f"{os.path.basename(script)}: cell {number} raised:\n{traceback.format_exc()}")
     outputs.append(buffer.getvalue())
+    if str(number - 1) in plotters:  # cell 0 is the header; a maintainer's plot of what this cell made
+        import matplotlib
+        matplotlib.rcParams["svg.hashsalt"] = "appendix-a"  # the same ids in the SVG on every run
+        plot = {}
+        exec(plotters[str(number - 1)], plot)
+        figure, title, data = plot[next(k for k in plot if not k.startswith("__"))](main.__dict__, outputs[-1])
+        figure.savefig(f"{result}.{number - 1}.svg", format="svg", metadata={"Date": None})
+        outputs[-1] = {"text": outputs[-1], "plot": {"title": title, "data": data}}
 import torch
 if torch.cuda.is_available():
     device = torch.cuda.get_device_name(0)
@@ -104,8 +112,10 @@ def run_page(page: str) -> dict:
         script = Path(folder) / pages.download_name(page)
         script.write_text(pages.download_text(page, cells))
         result = Path(folder) / "result.json"
-        child = subprocess.Popen([sys.executable, "-I", "-c", RUNNER, str(script), str(result)], cwd=folder,
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        plotters = json.dumps(plots.plotters_for(page, cells))
+        child = subprocess.Popen([sys.executable, "-I", "-c", RUNNER, str(script), str(result), plotters],
+                                 cwd=folder, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                 env={**os.environ, "MPLBACKEND": "Agg"},
                                  preexec_fn=_die_with_parent if sys.platform == "linux" else None)
         running.add(child)
         try:
@@ -115,6 +125,12 @@ def run_page(page: str) -> dict:
         if child.returncode != 0:
             raise RecordingError(f"the code of docs/{page} does not run alone:\n{stderr.strip()}")
         run = json.loads(result.read_text())
+        run["plots"] = {}
+        for index, output in enumerate(run["outputs"]):
+            if isinstance(output, dict):
+                svg = Path(f"{result}.{index}.svg").read_text()
+                run["plots"][cells[index].key] = {**output["plot"], "svg": svg}
+                run["outputs"][index] = output["text"]
     return {"cells": cells, **run}
 
 
@@ -170,16 +186,24 @@ def _same_shape(a: str, b: str, patterns: list[str]) -> bool:
 class Recording:
     outputs: dict[str, str] = field(default_factory=dict)  # "module:section" -> printed text
     manifest: dict = field(default_factory=dict)
+    plots: dict[str, dict] = field(default_factory=dict)  # "module:section" -> {title, data, svg}
     notebooks: dict[str, str] = field(default_factory=dict)  # name -> file text
     runs: dict[str, dict] = field(default_factory=dict)  # page -> run_page()
 
     def files(self) -> dict[Path, str]:
-        files = {OUTPUTS / module / f"{section}.txt": text
-                 for module, section in (key.split(":") for key in self.outputs)
-                 for text in [self.outputs[f"{module}:{section}"]]}
+        files = {output_path(key, ".txt"): text for key, text in self.outputs.items()}
+        for key, plot in self.plots.items():
+            files[output_path(key, ".plot.json")] = json.dumps(
+                {"title": plot["title"], "data": plot["data"]}, indent=1) + "\n"
+            files[output_path(key, ".svg")] = plot["svg"]
         files[MANIFEST] = json.dumps(self.manifest, indent=2, sort_keys=True) + "\n"
         files.update({NOTEBOOK_DIR / f"{name}.ipynb": text for name, text in self.notebooks.items()})
         return files
+
+
+def output_path(key: str, suffix: str) -> Path:
+    module, section = key.split(":")
+    return OUTPUTS / module / f"{section}{suffix}"
 
 
 def record() -> Recording:
@@ -194,6 +218,7 @@ def record() -> Recording:
         recording.manifest["pages"][page] = {
             cell.key: {"code": fingerprint, "prints": bool(text)}
             for cell, fingerprint, text in zip(cells, pages.fingerprints(cells), run["outputs"])}
+        recording.plots.update(run["plots"])
         for cell, text in zip(cells, run["outputs"]):
             if not text:
                 continue
@@ -221,7 +246,8 @@ def _stored_output(key: str) -> str | None:
 
 def stored_files() -> dict[Path, str]:
     """What is committed now, in the places a recording writes."""
-    paths = [*OUTPUTS.glob("*/*.txt"), MANIFEST, *NOTEBOOK_DIR.glob("*.ipynb")]
+    paths = [*OUTPUTS.glob("*/*.txt"), *OUTPUTS.glob("*/*.plot.json"), *OUTPUTS.glob("*/*.svg"), MANIFEST,
+             *NOTEBOOK_DIR.glob("*.ipynb")]
     return {path: path.read_text() for path in paths if path.exists()}
 
 
@@ -235,7 +261,7 @@ def drift(recording: Recording, stored: dict[Path, str] | None = None) -> list[s
             problems.append(f"{name} is stored but nothing prints it any more; run `{RERECORD}`.")
         elif path not in stored:
             problems.append(f"{name} is not recorded; run `{RERECORD}`.")
-        elif fresh[path] != stored[path]:
+        elif fresh[path] != stored[path] and path.suffix != ".svg":  # a plot's data is checked, not its pixels
             key = f"{path.parent.name}:{path.stem}"
             diff = compare_text(stored[path], fresh[path], varying.get(key, {}).get("lines", []), str(name))
             if diff:
@@ -300,6 +326,7 @@ def _markdown_cell(lines: list[str]):
 def notebook_text(name: str, runs: dict[str, dict], outputs: dict[str, str]) -> str:
     """The notebook `name` as it is stored: text cells from its pages, code cells with outputs."""
     title, notebook_pages = pages.NOTEBOOKS[name]
+    plot_of = {(page, key): plot for page in notebook_pages for key, plot in runs[page]["plots"].items()}
     chapters = ", ".join(pages.title(page).split(" ")[0] for page in notebook_pages)
     cells = [nbformat.v4.new_markdown_cell(
         f"# {title}\n\nThe text and code of {chapters} of the executable book, with the outputs recorded when "
@@ -325,6 +352,9 @@ def notebook_text(name: str, runs: dict[str, dict], outputs: dict[str, str]) -> 
             code.metadata["section"] = cell.key
             if cell.key in outputs:
                 code.outputs = [nbformat.v4.new_output("stream", name="stdout", text=outputs[cell.key])]
+            if plot := plot_of.get((page, cell.key)):
+                code.outputs.append(nbformat.v4.new_output(
+                    "display_data", data={"image/svg+xml": plot["svg"], "text/plain": plot["title"]}))
             cells.append(code)
         cells += _markdown_cell(markdown)
     count = 0

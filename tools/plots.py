@@ -1,0 +1,73 @@
+"""Plots drawn at record time from what a page's code computed, shown under that code.
+
+Each plotter runs in the recording's child process, right after its section, with the page's
+namespace and what the section printed. It returns the figure, a title (the image's alt text)
+and the data behind the picture: the check compares that data, never the pixels. The plotters
+are the maintainers' code, not the pages': a page's code still needs only torch.
+"""
+
+import inspect
+
+
+def toy_data(namespace, printed):
+    import matplotlib.pyplot as plt
+
+    X_train, y_train = namespace["X_train"], namespace["y_train"]
+    X_test, y_test = namespace["X_test"], namespace["y_test"]
+    figure, axes = plt.subplots(figsize=(5, 3.4), layout="constrained")
+    for label, colour in [(0, "tab:blue"), (1, "tab:orange")]:
+        train, test = X_train[y_train == label], X_test[y_test == label]
+        axes.scatter(train[:, 0], train[:, 1], s=60, color=colour, label=f"class {label}, training")
+        axes.scatter(test[:, 0], test[:, 1], s=60, facecolors="none", edgecolors=colour, linewidths=2,
+                     label=f"class {label}, test")
+    axes.set(xlabel="feature 1", ylabel="feature 2")
+    axes.legend(fontsize="small")
+    data = {"X_train": X_train.tolist(), "y_train": y_train.tolist(),
+            "X_test": X_test.tolist(), "y_test": y_test.tolist()}
+    return figure, "The toy data: five training and two test examples in two classes", data
+
+
+def training_loss(namespace, printed):
+    import re
+
+    import matplotlib.pyplot as plt
+
+    losses = [float(loss) for loss in re.findall(r"Train Loss: ([\d.]+)", printed)]
+    figure, axes = plt.subplots(figsize=(5, 3), layout="constrained")
+    axes.plot(range(1, len(losses) + 1), losses, marker="o")
+    axes.set(xlabel="training step (batch)", ylabel="training loss", ylim=(0, None))
+    return figure, "The training loss after each step, as the log above prints it", {"losses": losses}
+
+
+def decision_regions(namespace, printed):
+    import matplotlib.pyplot as plt
+    import torch
+
+    model, X_train, y_train = namespace["model"], namespace["X_train"], namespace["y_train"]
+    xs, ys = torch.linspace(-2, 4, 61), torch.linspace(-3, 4, 71)
+    grid = torch.cartesian_prod(ys, xs)[:, [1, 0]]  # rows of (x, y), y slowest
+    with torch.no_grad():
+        predicted = model(grid).argmax(dim=1).reshape(len(ys), len(xs))
+    figure, axes = plt.subplots(figsize=(5, 3.4), layout="constrained")
+    axes.contourf(xs, ys, predicted, levels=[-0.5, 0.5, 1.5], colors=["tab:blue", "tab:orange"], alpha=0.25)
+    for label, colour in [(0, "tab:blue"), (1, "tab:orange")]:
+        points = X_train[y_train == label]
+        axes.scatter(points[:, 0], points[:, 1], s=60, color=colour, label=f"class {label}")
+    axes.set(xlabel="feature 1", ylabel="feature 2")
+    axes.legend(fontsize="small")
+    data = {"x": xs.tolist(), "y": ys.tolist(), "predicted": ["".join(map(str, row)) for row in predicted.tolist()]}
+    return figure, "The class the trained model predicts at each point, with the training examples", data
+
+
+# (page, section) -> plotter: the plot is shown under that section on that page.
+PLOTS = {
+    ("a6-efficient-data-loaders.md", "appendix_a:toy_data"): toy_data,
+    ("a7-typical-training-loop.md", "a7_training_loop:train"): training_loss,
+    ("a7-typical-training-loop.md", "a7_training_loop:accuracy"): decision_regions,
+}
+
+
+def plotters_for(page: str, cells) -> dict[int, str]:
+    """{index of the cell: source of its plotter} for the child process."""
+    return {index: inspect.getsource(PLOTS[(page, cell.key)]) for index, cell in enumerate(cells)
+            if (page, cell.key) in PLOTS}
