@@ -42,6 +42,7 @@ def training_loss(namespace, printed):
 def decision_regions(namespace, printed):
     import matplotlib.pyplot as plt
     import torch
+    from matplotlib.colors import ListedColormap
 
     model, X_train, y_train = namespace["model"], namespace["X_train"], namespace["y_train"]
     xs, ys = torch.linspace(-2, 4, 61), torch.linspace(-3, 4, 71)
@@ -49,7 +50,8 @@ def decision_regions(namespace, printed):
     with torch.no_grad():
         predicted = model(grid).argmax(dim=1).reshape(len(ys), len(xs))
     figure, axes = plt.subplots(figsize=(5, 3.4), layout="constrained")
-    axes.contourf(xs, ys, predicted, levels=[-0.5, 0.5, 1.5], colors=["tab:blue", "tab:orange"], alpha=0.25)
+    axes.imshow(predicted, origin="lower", extent=(-2.05, 4.05, -3.05, 4.05), aspect="auto", alpha=0.25,
+                cmap=ListedColormap(["tab:blue", "tab:orange"]), interpolation="nearest")
     for label, colour in [(0, "tab:blue"), (1, "tab:orange")]:
         points = X_train[y_train == label]
         axes.scatter(points[:, 0], points[:, 1], s=60, color=colour, label=f"class {label}")
