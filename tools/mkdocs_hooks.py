@@ -35,6 +35,7 @@ from tools.sections import OUTPUTS, ROOT, section_code  # noqa: E402
 
 log = logging.getLogger("mkdocs.hooks")
 MANIFEST = OUTPUTS / "recorded.json"
+GPU = OUTPUTS / "gpu"  # what `make gpu-check` recorded on a CUDA machine, if anyone has
 VARYING = ROOT / "snippets" / "varying_outputs.toml"
 DOWNLOADS = ["scripts/*.py", "scripts/*.sbatch", "snippets/appendix_a.py", "snippets/ddp_common.py"]  # MERGE-TODO
 SERVING = "APPENDIX_A_SERVING"  # set by on_startup; an environment variable outlives the reloads of this file
@@ -143,6 +144,12 @@ def _with_outputs(markdown: str, page: str) -> str:
             lines = "".join(f'{indent}--8<-- "snippets/outputs/{c.module}/{c.section}.txt"\n' for c in printed)
             title = _title(printed, varying, recorded["environment"])
             block += f'\n\n{indent}```text title="{title}"\n{lines}{indent}```'
+            on_gpu = [c for c in printed if c.key in varying and (GPU / c.module / f"{c.section}.txt").exists()]
+            if on_gpu:  # recorded by `make gpu-check` on a CUDA machine
+                gpu = json.loads((GPU / "recorded.json").read_text())["environment"]
+                lines = "".join(f'{indent}--8<-- "snippets/outputs/gpu/{c.module}/{c.section}.txt"\n' for c in on_gpu)
+                block += (f'\n\n{indent}```text title="Output on a GPU · recorded with torch {gpu["torch"]}, '
+                          f'{gpu["device"]}"\n{lines}{indent}```')
         for cell in fence_cells:  # a plot drawn at record time from what the code computed
             plot = OUTPUTS / cell.module / f"{cell.section}.plot.json"
             if (page, cell.key) in plots.PLOTS and plot.exists():

@@ -1,6 +1,7 @@
 """Record what every chapter page prints, and the notebooks made of those pages.
 
     python -m tools.record        # re-record (make outputs; pytest --update-outputs does the same)
+    python -m tools.record --gpu  # on a CUDA machine: the GPU outputs (part of make gpu-check)
 
 Each page's program (tools/pages.py) runs as the page's download, alone: in an empty folder,
 under `python -I`, in a Python that cannot import this project, cell by cell in one namespace.
@@ -165,8 +166,8 @@ def varying_patterns(path: Path = VARYING) -> dict[str, dict]:
 
 
 def compare_text(recorded: str, fresh: str, patterns: list[str], label: str) -> str | None:
-    """None if `fresh` matches `recorded`, else a unified diff. A line that differs passes only if it
-    has the same length as the recorded line (its layout) and one pattern matches the whole of both."""
+    """None if `fresh` matches `recorded`, else a unified diff. A line that differs passes only if one
+    of `patterns` matches the whole of both the recorded and the fresh line."""
     old, new = recorded.splitlines(keepends=True), fresh.splitlines(keepends=True)
     if len(old) == len(new) and all(a == b or _same_shape(a, b, patterns) for a, b in zip(old, new)):
         return None
@@ -247,7 +248,7 @@ def _stored_output(key: str) -> str | None:
 
 def stored_files() -> dict[Path, str]:
     """What is committed now, in the places a recording writes."""
-    paths = [*OUTPUTS.glob("*/*.txt"), *OUTPUTS.glob("*/*.plot.json"), *OUTPUTS.glob("*/*.svg"), MANIFEST,
+    paths = [*OUTPUTS.glob("[!g]*/*.txt"), *OUTPUTS.glob("*/*.plot.json"), *OUTPUTS.glob("*/*.svg"), MANIFEST,
              *NOTEBOOK_DIR.glob("*.ipynb")]
     return {path: path.read_text() for path in paths if path.exists()}
 
@@ -414,8 +415,50 @@ def write(recording: Recording) -> list[Path]:
     return changed + removed
 
 
+GPU_PAGES = ["a1-what-is-pytorch.md", "a9-gpu-training.md", "exercises.md"]
+GPU_OUTPUTS = OUTPUTS / "gpu"
+
+
+def record_gpu() -> Recording:
+    """On a CUDA machine: the machine-dependent outputs of the pages that use a GPU, into
+    snippets/outputs/gpu/ (the pages show them beside the CPU ones, labelled with the GPU)."""
+    runs = dict(zip(GPU_PAGES, map(run_page, GPU_PAGES)))  # one after another: one GPU
+    environment = next(iter(runs.values()))["environment"]
+    if not environment["torch"] or "CPU only" in environment["device"] or "MPS" in environment["device"]:
+        raise RecordingError("make gpu-check records GPU outputs, but this torch sees no CUDA GPU; run it on a "
+                             "machine with one (and a CUDA build of torch).")
+    varying = varying_patterns()
+    recording = Recording(runs=runs)
+    recording.manifest = {"environment": environment}
+    for run in runs.values():
+        for cell, text in zip(run["cells"], run["outputs"]):
+            if text and cell.key in varying:
+                recording.outputs[cell.key] = text
+    return recording
+
+
+def write_gpu(recording: Recording) -> list[Path]:
+    files = {GPU_OUTPUTS / f"{key.replace(':', '/')}.txt": text for key, text in recording.outputs.items()}
+    files[GPU_OUTPUTS / "recorded.json"] = json.dumps(recording.manifest, indent=2, sort_keys=True) + "\n"
+    with signals_held():
+        for path, text in files.items():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            temporary = path.with_name(f".{path.name}.recording")
+            temporary.write_text(text)
+            os.replace(temporary, path)
+    return list(files)
+
+
 def main() -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so that `finally` blocks run
+    if sys.argv[1:] == ["--gpu"]:
+        try:
+            changed = write_gpu(record_gpu())
+        except RecordingError as error:
+            print(error, file=sys.stderr)
+            return 1
+        print("recorded the GPU outputs:" + "".join(f"\n  {path.relative_to(ROOT)}" for path in changed))
+        return 0
     try:
         recording = record()
     except RecordingError as error:
