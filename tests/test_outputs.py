@@ -12,8 +12,8 @@ import time
 import psutil
 import pytest
 import torch
-
 from conftest import ROOT
+
 from tools import pages, record
 from tools.sections import OUTPUTS, SNIPPETS, read_chunks
 

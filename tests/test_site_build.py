@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 from bs4 import BeautifulSoup
-
 from conftest import ROOT, mkdocs_build
+
 from tools import pages
 
 DOCS = ROOT / "docs"

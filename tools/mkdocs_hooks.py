@@ -17,7 +17,6 @@ import logging
 import os
 import re
 import sys
-import tomllib
 from pathlib import Path
 from urllib.parse import quote, urlsplit
 
@@ -31,12 +30,11 @@ for name in [name for name in sys.modules if name == "tools" or name.startswith(
     del sys.modules[name]
 
 from tools import pages, plots  # noqa: E402
+from tools.record import GPU_OUTPUTS as GPU  # noqa: E402
+from tools.record import MANIFEST, varying_patterns  # noqa: E402
 from tools.sections import OUTPUTS, ROOT, section_code  # noqa: E402
 
 log = logging.getLogger("mkdocs.hooks")
-MANIFEST = OUTPUTS / "recorded.json"
-GPU = OUTPUTS / "gpu"  # what `make gpu-check` recorded on a CUDA machine, if anyone has
-VARYING = ROOT / "snippets" / "varying_outputs.toml"
 DOWNLOADS = ["scripts/*.py", "scripts/*.sbatch", "snippets/appendix_a.py", "snippets/ddp_common.py"]  # MERGE-TODO
 SERVING = "APPENDIX_A_SERVING"  # set by on_startup; an environment variable outlives the reloads of this file
 
@@ -123,8 +121,7 @@ def _with_outputs(markdown: str, page: str) -> str:
     recorded = json.loads(MANIFEST.read_text())
     entries = recorded["pages"].get(page, {})
     current = dict(zip((cell.key for cell in cells), pages.fingerprints(cells)))
-    varying = tomllib.loads(VARYING.read_text())
-    varying = {f"{module}:{section}": spec for module, specs in varying.items() for section, spec in specs.items()}
+    varying = varying_patterns()
     by_key = {cell.key: cell for cell in cells}
 
     def add_output(match):
@@ -179,9 +176,10 @@ def _colab(config, notebook: str) -> str | None:
 
 def _run_it_yourself(page, config) -> str:
     src = page.file.src_uri
-    script = get_relative_url(f"downloads/{pages.download_name(src)}", src)
-    links = [f"[`{pages.download_name(src)}`]({script}){{ download=\"{pages.download_name(src)}\" }}, this page's code as one script "
-             "that runs alone with torch installed"]
+    name = pages.download_name(src)
+    script = get_relative_url(f"downloads/{name}", src)
+    links = [f'[`{name}`]({script}){{ download="{name}" }}, this page\'s code as one script that runs alone '
+             "with torch installed"]
     if notebook := pages.notebook_of(src):
         links.append(f"the executed notebook [{notebook}]({get_relative_url(f'notebooks/{notebook}.ipynb', src)})"
                      + (f", or [open it in Colab]({colab})" if (colab := _colab(config, notebook)) else ""))

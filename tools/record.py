@@ -28,12 +28,16 @@ import signal
 import subprocess
 import sys
 import tempfile
-import tomllib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10: the backport, pinned for it in requirements-site.in
+    import tomli as tomllib
 
 from tools import pages, plots
 from tools.sections import OUTPUTS, ROOT, SNIPPETS
