@@ -57,6 +57,17 @@ def test_a_page_shows_its_download_and_the_outputs_it_prints(page, built_site, r
     assert box.select_one(f'a[href="../downloads/{pages.download_name(page)}"][download]'), "no download link"
     if notebook := pages.notebook_of(page):
         assert box.select_one(f'a[href="../notebooks/{notebook}/"]'), "no link to the notebook"
+        assert box.select_one(f'a[href$="/blob/main/docs/notebooks/{notebook}.ipynb"]'), "no Open in Colab link"
+
+
+@pytest.mark.parametrize("name", pages.NOTEBOOKS)
+def test_a_notebook_page_links_its_chapters_and_colab(name, built_site):
+    soup = BeautifulSoup((built_site / "notebooks" / name / "index.html").read_text(), "html.parser")
+    box = soup.select_one(".admonition.info")
+    chapters = [a["href"] for a in box.select("a") if "colab" not in a["href"]]
+    assert chapters == [f"../../{Path(page).stem}/" for page in pages.NOTEBOOKS[name][1]]
+    colab = box.select_one('a[href^="https://colab.research.google.com/github/"]')
+    assert colab and colab["href"].endswith(f"/blob/main/docs/notebooks/{name}.ipynb")
 
 
 def test_the_exercises_box_comes_after_the_solutions(built_site):
