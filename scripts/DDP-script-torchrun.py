@@ -271,7 +271,7 @@ def read_snapshot(path, model, optimizer, epochs):  # NEW
         model.load_state_dict(snapshot["model"])  # names a missing key or a wrong shape
         optimizer.load_state_dict(snapshot["optimizer"])
     except Exception as error:
-        why = " ".join(f"{type(error).__name__}: {error}".split()[:40])  # the gist, on one line
+        why = f"{type(error).__name__}: " + " ".join(str(error).split(". ")[0].split())  # the gist
         return f"snapshot {path} cannot be resumed from ({why}); delete it or pass another --snapshot."
     return snapshot
 # --8<-- [end:snapshot]

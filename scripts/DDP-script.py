@@ -257,7 +257,7 @@ def parse_args():
     args = parser.parse_args()
 
     gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
-    args.world_size = args.world_size or gpus or 2
+    args.world_size = (gpus or 2) if args.world_size is None else args.world_size
     if not 1 <= args.world_size <= 8:  # the 8 test samples: one at least for every rank
         parser.error(f"--world-size {args.world_size}: the toy data is made for 1 to 8 processes.")
     if gpus and args.world_size > gpus:

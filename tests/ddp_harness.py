@@ -99,7 +99,8 @@ def run_job(args, env=None, timeout=120, settle=2.0, tmpdir=None, cwd=ROOT, sign
     env = dict(environment() if env is None else env, **{TAG: tag, "TMPDIR": str(tmpdir)})
     try:
         job = _run(command, env, tag, timeout, settle, cwd, signal_after)
-        job.leftovers = sorted(p.name for p in tmpdir.iterdir())
+        # torch keeps a compiler cache there (torchinductor_USER): not the job's doing
+        job.leftovers = sorted(p.name for p in tmpdir.iterdir() if not p.name.startswith("torchinductor_"))
         return job
     finally:
         if own_tmpdir:
