@@ -10,6 +10,7 @@ import ast
 import difflib
 import re
 import socket
+import subprocess
 import sys
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -20,7 +21,7 @@ from ddp_harness import (SCRIPTS, SPAWN, TORCHRUN, TORCHRUN_2, UNDESTROYED, alon
                          run_job, single_process_weights)
 
 from tools.record_script_outputs import environment
-from tools.sections import read_chunks, section_code
+from tools.sections import ROOT, read_chunks, section_code
 
 SCRIPT_NAMES = ["DDP-script.py", "DDP-script-torchrun.py"]
 WORLD_SIZES = [1, 3, 4, 5, 8]  # and 2, the default, in the runs above
@@ -214,3 +215,14 @@ def test_leaving_without_destroy_process_group_is_caught(jobs, launcher):
     # The same check passes on every successful run above (see `succeeded`).
     job = jobs[f"{launcher} without destroy"].result()
     assert job.returncode != 0 and UNDESTROYED in job.stderr, job.describe()
+
+
+def test_gpu_check_without_cuda_says_so_in_one_sentence_and_fails():
+    gpu_outputs = sorted((SCRIPTS / "outputs").rglob("gpu/*"))
+    result = subprocess.run([sys.executable, "-m", "tools.gpu_check"], cwd=ROOT, env=environment(),
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1, result.stderr
+    assert result.stderr == (f"gpu-check needs a CUDA GPU, and torch {torch.__version__} sees none on this "
+                             "machine; run `make gpu-check` on a machine with an NVIDIA GPU and a CUDA build "
+                             "of torch.\n")
+    assert sorted((SCRIPTS / "outputs").rglob("gpu/*")) == gpu_outputs, "nothing is recorded"
