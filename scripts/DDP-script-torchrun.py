@@ -297,8 +297,11 @@ def save_atomically(obj, path):
     """Write a temporary file, then rename it: a crash mid-write leaves the old file whole."""
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    torch.save(obj, temporary)
-    os.replace(temporary, path)
+    try:
+        torch.save(obj, temporary)
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)  # after a failed write; gone after a rename
 
 
 def inject_fault(args, rank, epoch, batch_idx):
