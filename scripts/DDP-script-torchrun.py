@@ -24,7 +24,7 @@ from torch.utils.data.distributed import DistributedSampler
 # --8<-- [end:imports]
 
 
-# The network, the toy data and compute_accuracy of Appendix A, exactly as the chapter shows them.
+# The network, the toy data and compute_accuracy of Appendix A, as the chapter shows them.
 # --8<-- [start:neural_network]
 class NeuralNetwork(torch.nn.Module):
     def __init__(self, num_inputs, num_outputs):
@@ -131,9 +131,12 @@ def prepare_dataset(rank, world_size):
     # Five samples are too few for 8 ranks: 4 noisy copies of the toy data (20 training, 8 test
     # samples), the noise from a generator of its own, so every rank and every run gets the same.
     noise = torch.Generator().manual_seed(123)
-    train_ds, test_ds = (ToyDataset(torch.cat([X + torch.randn(X.shape, generator=noise) * 0.1
-                                               for _ in range(4)]), y.repeat(4))
-                         for X, y in ((X_train, y_train), (X_test, y_test)))
+
+    def four_noisy_copies(X, y):
+        X = torch.cat([X + torch.randn(X.shape, generator=noise) * 0.1 for _ in range(4)])
+        return ToyDataset(X, y.repeat(4))
+
+    train_ds, test_ds = four_noisy_copies(X_train, y_train), four_noisy_copies(X_test, y_test)
 
     train_loader = DataLoader(
         dataset=train_ds,
