@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: serve build test outputs bench lock clean
+.PHONY: serve build test outputs bench gpu-check lock clean
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -28,6 +28,9 @@ outputs: $(STAMP)  ## re-record every output and notebook after changing a snipp
 
 bench: $(STAMP)  ## measure the build, the tests, the pages and the DDP scripts
 	$(BIN)/python -m tools.bench
+
+gpu-check: $(STAMP)  ## on a machine with CUDA GPUs: DDP with NCCL against Gloo; records the GPU outputs
+	$(BIN)/python -m tools.gpu_check
 
 lock:  ## re-pin requirements.txt from requirements.in in a throwaway venv
 	rm -rf .lock-venv && $(PYTHON) -m venv .lock-venv

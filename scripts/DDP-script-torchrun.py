@@ -1,15 +1,15 @@
-# Appendix A.9.3: training on several GPUs (or CPU processes) with
-# DistributedDataParallel, started by torchrun, on one machine or several, with a
-# snapshot after every epoch so that a restarted job goes on where it stopped.
-#
-#   torchrun --standalone --nproc_per_node=2 scripts/DDP-script-torchrun.py
-#   torchrun --standalone --nproc_per_node=2 --max-restarts=3 \
-#       scripts/DDP-script-torchrun.py --fault kill   # a rank dies; the job recovers
-#   python scripts/DDP-script-torchrun.py            # no torchrun: a group of one
-#
+# Appendix A.9.3: DDP-script.py for torchrun, on one machine or several; what changed is marked NEW.
+# A snapshot after every epoch lets `torchrun --max-restarts` resume a failed job.
+#   torchrun --standalone --nproc_per_node=2 DDP-script-torchrun.py [--help]
+
 # --8<-- [start:imports]
+import argparse
 import os
+import signal
 import sys
+import tempfile
+import threading  # NEW
+import time
 from datetime import timedelta
 from pathlib import Path
 
@@ -18,86 +18,148 @@ import torch.distributed as dist
 import torch.nn.functional as F
 from torch.distributed import destroy_process_group, init_process_group
 from torch.nn.parallel import DistributedDataParallel as DDP
-from torch.utils.data import DataLoader
+from torch.utils.data import DataLoader, Dataset, Subset
 from torch.utils.data.distributed import DistributedSampler
-
-# Run from a checkout without installing: make the `snippets` package importable.
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from snippets.appendix_a import NeuralNetwork, compute_accuracy  # noqa: E402
-from snippets.ddp_common import (  # noqa: E402  (plumbing, not DDP itself)
-    enlarged_toy_datasets, exact_accuracy, exit_on_error, exit_without_shutdown, inject_fault,
-    note, parse_args, print_accuracy, print_banner, print_in_rank_order, read_snapshot,
-    save_atomically, set_master_address, store_for_this_attempt)
 # --8<-- [end:imports]
 
 
+# The network, the toy data and compute_accuracy of Appendix A, as the chapter shows them.
+# --8<-- [start:neural_network]
+class NeuralNetwork(torch.nn.Module):
+    def __init__(self, num_inputs, num_outputs):
+        super().__init__()
+        self.layers = torch.nn.Sequential(
+            # 1st hidden layer
+            torch.nn.Linear(num_inputs, 30),
+            torch.nn.ReLU(),
+            # 2nd hidden layer
+            torch.nn.Linear(30, 20),
+            torch.nn.ReLU(),
+            # output layer
+            torch.nn.Linear(20, num_outputs),
+        )
+
+    def forward(self, x):
+        logits = self.layers(x)
+        return logits
+# --8<-- [end:neural_network]
+
+
+# --8<-- [start:toy_data]
+X_train = torch.tensor([
+    [-1.2, 3.1],
+    [-0.9, 2.9],
+    [-0.5, 2.6],
+    [2.3, -1.1],
+    [2.7, -1.5],
+])
+y_train = torch.tensor([0, 0, 0, 1, 1])
+
+X_test = torch.tensor([
+    [-0.8, 2.8],
+    [2.6, -1.6],
+])
+y_test = torch.tensor([0, 1])
+# --8<-- [end:toy_data]
+
+
+# --8<-- [start:toy_dataset]
+class ToyDataset(Dataset):
+    def __init__(self, X, y):
+        self.features = X
+        self.labels = y
+
+    def __getitem__(self, index):
+        one_x = self.features[index]
+        one_y = self.labels[index]
+        return one_x, one_y
+
+    def __len__(self):
+        return self.labels.shape[0]
+# --8<-- [end:toy_dataset]
+
+
+# --8<-- [start:compute_accuracy]
+def compute_accuracy(model, dataloader, device="cpu"):
+    model = model.eval()
+    correct = 0.0
+    total_examples = 0
+
+    for features, labels in dataloader:
+        features, labels = features.to(device), labels.to(device)
+        with torch.no_grad():
+            logits = model(features)
+
+        predictions = torch.argmax(logits, dim=1)
+        compare = labels == predictions
+        correct += torch.sum(compare)
+        total_examples += len(compare)
+
+    return (correct / total_examples).item()
+# --8<-- [end:compute_accuracy]
+
+
 # --8<-- [start:ddp_setup]
-def ddp_setup(rank, local_rank, world_size, backend, timeout):
+def ddp_setup(rank, local_rank, world_size, backend, timeout):  # NEW: local_rank
     """Join the process group; returns once every rank has joined."""
-    # torchrun set MASTER_ADDR and MASTER_PORT (without torchrun: set_master_address).
+    # torchrun set MASTER_ADDR and MASTER_PORT, where its store listens (see below).
     if torch.cuda.is_available():
-        torch.cuda.set_device(local_rank)  # GPUs are numbered per machine: local rank
+        torch.cuda.set_device(local_rank)  # NEW: GPUs are numbered per machine
     init_process_group(
-        backend=backend,
-        rank=rank,  # the global rank: unique across all machines
+        backend=backend,  # "nccl" between GPUs, "gloo" between CPU processes
+        rank=rank,  # NEW: the global rank, unique across all machines
         world_size=world_size,
-        timeout=timedelta(seconds=timeout),
-        store=store_for_this_attempt(timeout),  # keeps torchrun's restarts apart
+        timeout=timedelta(seconds=timeout),  # give up on a missing or stuck rank
+        store=store_for_this_attempt(timeout),  # NEW: keeps torchrun's restarts apart
     )
+
+
+def store_for_this_attempt(timeout):  # NEW
+    """Where the ranks meet. Under torchrun: its store, with keys of this attempt only (a restarted
+    rank must not find what a rank of the failed attempt left there). Plain `python`, a group of
+    one: a store in memory. Ranks started by hand: None, that is MASTER_ADDR and MASTER_PORT."""
+    if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True":
+        store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]),
+                              is_master=False, timeout=timedelta(seconds=timeout))
+        return dist.PrefixStore(f"attempt-{os.environ['TORCHELASTIC_RESTART_COUNT']}", store)
+    return dist.HashStore() if "WORLD_SIZE" not in os.environ else None
 # --8<-- [end:ddp_setup]
 
 
+# --8<-- [start:prepare_dataset]
 def prepare_dataset(rank, world_size):
-    # The data of DDP-script.py: four noisy copies of the toy data, the same on every rank.
-    train_ds, test_ds = enlarged_toy_datasets(factor=4)
+    # Five samples are too few for 8 ranks: 4 noisy copies of the toy data (20 training, 8 test
+    # samples), the noise from a generator of its own, so every rank and every run gets the same.
+    noise = torch.Generator().manual_seed(123)
+
+    def four_noisy_copies(X, y):
+        X = torch.cat([X + torch.randn(X.shape, generator=noise) * 0.1 for _ in range(4)])
+        return ToyDataset(X, y.repeat(4))
+
+    train_ds, test_ds = four_noisy_copies(X_train, y_train), four_noisy_copies(X_test, y_test)
 
     train_loader = DataLoader(
         dataset=train_ds,
         batch_size=2,
-        shuffle=False,  # the sampler shuffles
+        shuffle=False,  # the sampler shuffles; the DataLoader must not do it as well
         pin_memory=torch.cuda.is_available(),
         drop_last=True,
+        # This rank's share of every epoch, no sample shared with another rank:
         sampler=DistributedSampler(train_ds, num_replicas=world_size, rank=rank),
     )
     test_loader = DataLoader(
         dataset=test_ds,
         batch_size=2,
         shuffle=False,
-        sampler=DistributedSampler(test_ds, num_replicas=world_size, rank=rank,
-                                   shuffle=False),
+        sampler=DistributedSampler(test_ds, num_replicas=world_size, rank=rank, shuffle=False),
     )
     return train_loader, test_loader
-
-
-# --8<-- [start:snapshot]
-def save_snapshot(path, model, optimizer, epochs_done):
-    """Everything a restarted job needs to go on after `epochs_done` epochs."""
-    if dist.get_rank() == 0:  # the copies are identical: one rank writes
-        snapshot = {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
-                    "epochs_done": epochs_done}
-        save_atomically(snapshot, path)  # a crash mid-write keeps the last snapshot
-    dist.barrier()  # nobody goes on before the snapshot is complete
-
-
-def load_snapshot(path, model, optimizer):
-    """Resume from the snapshot at `path`, if any; return the epochs it has done."""
-    # Rank 0 reads the file and sends it to every rank: other machines need no copy.
-    box = [read_snapshot(path, model) if dist.get_rank() == 0 else None]
-    dist.broadcast_object_list(box, src=0)
-    snapshot = box[0]
-    if snapshot is None:
-        return 0  # no snapshot yet: a fresh start
-    model.load_state_dict(snapshot["model"])
-    optimizer.load_state_dict(snapshot["optimizer"])
-    if dist.get_rank() == 0:
-        note(f"resuming from {path} after epoch {snapshot['epochs_done']}")
-    return snapshot["epochs_done"]
-# --8<-- [end:snapshot]
+# --8<-- [end:prepare_dataset]
 
 
 # --8<-- [start:main]
-def main(rank, local_rank, world_size, args):
+def main(rank, local_rank, world_size, args):  # NEW: local_rank
+    """What every process runs."""
     ddp_setup(rank, local_rank, world_size, args.backend, args.timeout)
     try:
         train(rank, local_rank, world_size, args)
@@ -106,21 +168,20 @@ def main(rank, local_rank, world_size, args):
 
 
 def train(rank, local_rank, world_size, args):
-    device = torch.device("cuda", local_rank) if torch.cuda.is_available() else "cpu"
+    device = torch.device("cuda", local_rank) if torch.cuda.is_available() else "cpu"  # NEW
     train_loader, test_loader = prepare_dataset(rank, world_size)
 
     torch.manual_seed(123)  # in every process: every run starts from the same weights
     model = NeuralNetwork(num_inputs=2, num_outputs=2).to(device)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
-    epochs_done = load_snapshot(args.snapshot, model, optimizer)  # 0 on a fresh start
+    epochs_done = load_snapshot(args.snapshot, model, optimizer, args.epochs)  # NEW: 0 if none
 
-    if torch.cuda.is_available():
-        model = DDP(model, device_ids=[local_rank])
-    else:
-        model = DDP(model)
+    # The wrapper averages the gradients of all ranks in backward(), so the copies
+    # stay identical. The network itself is now model.module.
+    model = DDP(model, device_ids=[local_rank] if torch.cuda.is_available() else None)
 
-    for epoch in range(epochs_done, args.epochs):
-        train_loader.sampler.set_epoch(epoch)
+    for epoch in range(epochs_done, args.epochs):  # NEW: from the snapshot on
+        train_loader.sampler.set_epoch(epoch)  # a new shuffle, the same on all ranks
         model.train()
         lines = []
         for batch_idx, (features, labels) in enumerate(train_loader):
@@ -129,52 +190,214 @@ def train(rank, local_rank, world_size, args):
             loss = F.cross_entropy(logits, labels)
 
             optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
+            loss.backward()  # this rank's gradients, then their average over all ranks
+            optimizer.step()  # the same update on every rank
 
-            lines.append(f"[rank {rank}] Epoch: {epoch + 1:03d}/{args.epochs:03d}"
-                         f" | Batch {batch_idx + 1:03d}/{len(train_loader):03d}"
+            lines.append(f"[rank {rank}] Epoch: {epoch+1:03d}/{args.epochs:03d}"
+                         f" | Batch {batch_idx+1:03d}/{len(train_loader):03d}"
                          f" | Batchsize {labels.shape[0]:03d}"
                          f" | Train Loss: {loss:.2f}")
             inject_fault(args, rank, epoch, batch_idx)  # does nothing without --fault
-        print_in_rank_order(lines)
-        save_snapshot(args.snapshot, model.module, optimizer, epoch + 1)
+        print_in_rank_order(lines)  # rank 0 prints every rank's lines, rank by rank
+        save_snapshot(args.snapshot, model.module, optimizer, epoch + 1)  # NEW
 # --8<-- [end:main]
 
-    model.eval()
-    own = {
-        "Training": compute_accuracy(model.module, train_loader, device=device),
-        "Test": compute_accuracy(model.module, test_loader, device=device),
-    }
-    exact = {
-        "Training": exact_accuracy(model.module, train_loader.dataset, device),
-        "Test": exact_accuracy(model.module, test_loader.dataset, device),
-    }
-    print_accuracy(rank, own, exact)
-
+    # --8<-- [start:accuracy]
+    train_acc = compute_accuracy(model.module, train_loader, device=device)  # on this rank's shard
+    test_acc = compute_accuracy(model.module, test_loader, device=device)
     if rank == 0:
-        if args.save:
-            save_atomically(model.module.state_dict(), args.save)
-            note(f"Saved the final weights to {args.save}")
-        if args.snapshot_is_default:  # the job is done: the next one starts fresh
-            args.snapshot.unlink(missing_ok=True)
+        print("Accuracy of each rank on its own shard (DistributedSampler pads shards by repeating samples):")
+    print_in_rank_order([f"[rank {rank}] Training accuracy {train_acc:.4f} | Test accuracy {test_acc:.4f}"])
+    exact = []  # (correct, total) over every sample once: rank r takes samples r, r+W, r+2W, ...
+    for dataset in (train_loader.dataset, test_loader.dataset):
+        shard = Subset(dataset, range(rank, len(dataset), world_size))
+        correct = compute_accuracy(model.module, DataLoader(shard, batch_size=2), device) * len(shard)
+        counts = torch.tensor([round(correct), len(shard)], device=device)
+        dist.all_reduce(counts)  # sums the counts of all ranks, on every rank
+        exact.append(counts.tolist())
+    if rank == 0:
+        print("Accuracy over all samples, each counted once (counts summed over the ranks with all_reduce):")
+        print(" | ".join(f"{name} accuracy {correct / total:.4f} ({correct}/{total})"
+                         for name, (correct, total) in zip(("Training", "Test"), exact)), flush=True)
+    # --8<-- [end:accuracy]
+
+    if args.save and rank == 0:  # all ranks hold the same weights; one writes them
+        save_atomically(model.module.state_dict(), args.save)
+        print(f"Saved the final weights to {args.save}", file=sys.stderr)
+    if args.snapshot_is_default and rank == 0:  # NEW: the job is done, the next starts afresh
+        args.snapshot.unlink(missing_ok=True)
+
+
+# --8<-- [start:snapshot]
+def save_snapshot(path, model, optimizer, epochs_done):  # NEW
+    """Everything a restarted job needs to go on after `epochs_done` epochs."""
+    if dist.get_rank() == 0:  # the copies are identical: one rank writes
+        save_atomically({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                         "epochs_done": epochs_done}, path)
+    dist.barrier()  # nobody goes on before the snapshot is complete
+
+
+def load_snapshot(path, model, optimizer, epochs):  # NEW
+    """Resume from the snapshot at `path`, if there is one; return the epochs it has done."""
+    # Rank 0 reads and checks the file and sends it to every rank: other machines need no copy.
+    box = [read_snapshot(path, model, optimizer, epochs) if dist.get_rank() == 0 else None]
+    dist.broadcast_object_list(box, src=0)
+    snapshot = box[0]
+    if isinstance(snapshot, str):  # what is wrong with the file: every rank stops
+        raise SnapshotError(snapshot)
+    if snapshot is None:
+        return 0  # no snapshot yet: a fresh start
+    model.load_state_dict(snapshot["model"])
+    optimizer.load_state_dict(snapshot["optimizer"])
+    if dist.get_rank() == 0:
+        print(f"resuming from {path} after epoch {snapshot['epochs_done']}", file=sys.stderr)
+    return snapshot["epochs_done"]
+
+
+class SnapshotError(Exception):  # NEW
+    """A snapshot file that cannot be resumed from; the message says why and what to do."""
+
+
+def read_snapshot(path, model, optimizer, epochs):  # NEW
+    """The snapshot at `path` if it can be resumed from, None if there is none, else why not."""
+    if not path.exists():
+        return None
+    try:  # weights_only: tensors and plain data only; a pickle that would run code is refused
+        snapshot = torch.load(path, map_location="cpu", weights_only=True)
+        if not isinstance(snapshot, dict) or sorted(snapshot) != ["epochs_done", "model", "optimizer"]:
+            raise ValueError("it needs exactly the keys epochs_done, model and optimizer")
+        done = snapshot["epochs_done"]
+        if type(done) is not int or not 0 <= done <= epochs:
+            raise ValueError(f"epochs_done is {done!r}, not a whole number from 0 to --epochs {epochs}")
+        if not all(torch.is_tensor(w) and torch.isfinite(w).all() for w in snapshot["model"].values()):
+            raise ValueError("its weights are not all finite numbers")
+        model.load_state_dict(snapshot["model"])  # names a missing key or a wrong shape
+        optimizer.load_state_dict(snapshot["optimizer"])
+    except Exception as error:
+        why = f"{type(error).__name__}: " + " ".join(str(error).split(". ")[0].split())  # the gist
+        return f"snapshot {path} cannot be resumed from ({why}); delete it or pass another --snapshot."
+    return snapshot
+# --8<-- [end:snapshot]
+
+
+def exit_with_parent():  # NEW
+    """Under torchrun: end this rank within a second if its agent dies, instead of at --timeout."""
+    parent = os.getppid()
+    while os.getppid() == parent:
+        time.sleep(0.5)
+    os._exit(1)
+
+
+def print_in_rank_order(lines):
+    """Rank 0 gathers every rank's lines and prints them rank by rank: the same output every run."""
+    gathered = [None] * dist.get_world_size() if dist.get_rank() == 0 else None
+    dist.gather_object(lines, gathered, dst=0)
+    if dist.get_rank() == 0:
+        print("\n".join(line for rank_lines in gathered for line in rank_lines), flush=True)
+
+
+def save_atomically(obj, path):
+    """Write a temporary file, then rename it: a crash mid-write leaves the old file whole."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        torch.save(obj, temporary)
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)  # after a failed write; gone after a rename
+
+
+def inject_fault(args, rank, epoch, batch_idx):
+    """--fault: in epoch 2, after its first batch, rank --fault-rank fails on purpose."""
+    if args.fault is None or (rank, epoch, batch_idx) != (args.fault_rank, 1, 0):
+        return
+    if int(os.environ.get("TORCHELASTIC_RESTART_COUNT", 0)) > 0:  # NEW: so that a restart recovers
+        return
+    print(f"[rank {rank}] --fault {args.fault}: this rank fails now, in epoch 2 after batch 1",
+          file=sys.stderr, flush=True)
+    if args.fault == "raise":
+        raise RuntimeError(f"--fault raise: rank {rank} raised this error on purpose")
+    if args.fault == "kill":
+        os.kill(os.getpid(), getattr(signal, "SIGKILL", signal.SIGTERM))
+    time.sleep(args.timeout + 3600)  # "stall": stop responding, as a deadlocked rank would
+
+
+def parse_args(world_size, local_rank):  # NEW: the world size comes from torchrun
+    """The command line, checked: a bad value stops here with one sentence (exit status 2)."""
+    parser = argparse.ArgumentParser(description="Train Appendix A's toy network with DDP.")
+    parser.add_argument("--epochs", type=int, default=3, help="training epochs (default: 3)")
+    parser.add_argument("--backend", choices=["nccl", "gloo"], help="default: nccl on GPUs, else gloo")
+    parser.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for a rank (60)")
+    parser.add_argument("--save", type=Path, help="write the final weights to this file")
+    parser.add_argument("--snapshot", type=Path, help="resumed from and written after every epoch "
+                        "(default: one per job in the temporary folder)")  # NEW
+    parser.add_argument("--fault", choices=["raise", "kill", "stall"],
+                        help="in epoch 2, rank --fault-rank raises, is killed, or stops responding")
+    parser.add_argument("--fault-rank", type=int, help="the rank --fault breaks (default: the last)")
+    args = parser.parse_args()
+
+    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    args.world_size = world_size  # NEW
+    if not 1 <= args.world_size <= 8:  # the 8 test samples: one at least for every rank
+        parser.error(f"world size {args.world_size}: the toy data is made for 1 to 8 processes.")
+    if gpus and local_rank >= gpus:  # NEW
+        parser.error(f"LOCAL_RANK {local_rank} has no GPU: {gpus} are visible; start at most "
+                     f"{gpus} processes per machine (--nproc_per_node).")
+    if args.epochs < 1 or not 0 < args.timeout < float("inf"):
+        parser.error("--epochs must be at least 1, and --timeout a number of seconds above 0.")
+    args.backend = args.backend or ("nccl" if gpus and dist.is_nccl_available() else "gloo")
+    if args.backend == "nccl" and not (gpus and dist.is_nccl_available()):
+        parser.error("--backend nccl needs CUDA GPUs and a PyTorch build with NCCL; use --backend gloo.")
+    args.fault_rank = args.world_size - 1 if args.fault_rank is None else args.fault_rank
+    if not 0 <= args.fault_rank < args.world_size or args.fault and args.epochs < 2:
+        parser.error(f"--fault strikes in epoch 2 (use --epochs 2 or more) on one of the ranks 0 to "
+                     f"{args.world_size - 1} (--fault-rank).")
+    if args.save:  # fail now, not after training
+        check_path(parser, "--save", args.save)
+    args.snapshot_is_default = args.snapshot is None  # NEW: one file per torchrun job
+    run_id = os.environ.get("TORCHELASTIC_RUN_ID", f"single-{os.getpid()}")
+    args.snapshot = args.snapshot or Path(tempfile.gettempdir()) / f"ddp-snapshot-{run_id}.pt"
+    check_path(parser, "--snapshot", args.snapshot)
+    return args, parser
+
+
+def check_path(parser, option, path):
+    """Stop before any work if `path` cannot be written: one sentence naming it and what to do."""
+    if path.is_dir():
+        parser.error(f"{option} {path} is a folder; give a file name, such as {path / 'model.pth'}.")
+    folder = next(p for p in path.absolute().parents if p.exists())  # save_atomically makes the rest
+    if not folder.is_dir():
+        parser.error(f"{option} {path}: {folder} is a file, not a folder; choose another path.")
+    try:
+        tempfile.TemporaryFile(dir=folder).close()
+    except OSError:
+        parser.error(f"{option} {path}: the folder {folder} cannot be written to; choose another one.")
 
 
 # --8<-- [start:launcher]
 if __name__ == "__main__":
-    # torchrun tells every process who it is; plain `python` makes a group of one.
+    # NEW: torchrun tells every process who it is; plain `python` makes a group of one.
     rank = int(os.environ.get("RANK", 0))  # global rank, unique across all machines
     local_rank = int(os.environ.get("LOCAL_RANK", 0))  # rank on this machine: its GPU
     world_size = int(os.environ.get("WORLD_SIZE", 1))  # processes on all machines
 
-    with exit_on_error(rank):  # on an error: one line that names this rank, exit 1
-        args = parse_args(prepare_dataset, launcher="torchrun",
-                          world_size=world_size, local_rank=local_rank)
-        # Only without torchrun: a group of one picks a free port; ranks started by hand
-        # must all be given the same MASTER_ADDR and MASTER_PORT.
-        set_master_address(check_port=rank == 0, pick_free_port=world_size == 1)
-        if rank == 0:
-            print_banner(args)
+    args, parser = parse_args(world_size, local_rank)  # a bad value: exit, say why
+    if "TORCHELASTIC_RUN_ID" in os.environ:  # NEW: end with torchrun's agent, not at --timeout
+        threading.Thread(target=exit_with_parent, daemon=True).start()
+    gpus, n = torch.cuda.device_count(), args.world_size
+    if rank == 0:  # NEW
+        print(f"PyTorch version: {torch.__version__}\nCUDA available: {torch.cuda.is_available()}\n"
+              f"Number of GPUs available: {gpus}\nTraining on {n} {'GPU' if gpus else 'CPU process'}"
+              f"{('s' if gpus else 'es') * (n > 1)} (world size {n}) with the {args.backend} backend"
+              f" for {args.epochs} epoch{'s' * (args.epochs > 1)}", flush=True)
+        print(f"snapshot file: {args.snapshot}" + (" (removed when training completes; after a "
+              "failure it stays, to resume with --snapshot)" if args.snapshot_is_default else ""),
+              file=sys.stderr)
+    try:  # NEW: an error ends this rank with one line; torchrun then stops the others
         main(rank, local_rank, world_size, args)
-    exit_without_shutdown()  # done: skip interpreter shutdown, where Gloo can abort (see ddp_common)
+    except (SnapshotError, RuntimeError, ValueError) as error:  # a bad file or setting, --fault, a lost rank
+        print(f"[rank {rank}] error: {' '.join(str(error).split())}", file=sys.stderr)
+        sys.exit(1)
+    sys.stdout.flush()
+    os._exit(0)  # done: skip interpreter shutdown, where Gloo in torch 2.13 sometimes aborts
 # --8<-- [end:launcher]

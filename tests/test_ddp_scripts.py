@@ -1,28 +1,38 @@
-"""The DDP scripts train correctly: on the CPU with Gloo, with both launchers, for every world size.
+"""The DDP scripts train correctly: on the CPU with Gloo, with both launchers, for every world size,
+each script alone in an empty folder, carrying the same model and data as the chapter pages.
 
 Every launch this file needs is started once by the module fixture `jobs`, two at a time
-(each keeps about two cores busy: most of a launch is every process importing torch, and
-torch._dynamo, which torch.optim imports on first use); the tests then assert on the
-results as they arrive.
+(each keeps about two cores busy: most of a launch is every process importing torch); the
+tests then assert on the results as they arrive.
 """
 
+import ast
+import difflib
 import re
+import socket
+import subprocess
+import sys
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import torch
+from ddp_harness import (SCRIPTS, SPAWN, TORCHRUN, TORCHRUN_2, UNDESTROYED, alone, drift, recorded_text,
+                         run_job, single_process_weights)
 
-from snippets.ddp_common import free_port
-from tools.record_script_outputs import (clean_environment, drift, recorded_text, run_job,
-                                         single_process_weights)
+from tools.record_script_outputs import environment
+from tools.sections import ROOT, read_chunks, section_code
 
-SPAWN = "scripts/DDP-script.py"
-TORCHRUN = "scripts/DDP-script-torchrun.py"
-TORCHRUN_2 = ["-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2"]
+SCRIPT_NAMES = ["DDP-script.py", "DDP-script-torchrun.py"]
 WORLD_SIZES = [1, 3, 4, 5, 8]  # and 2, the default, in the runs above
 EPOCHS = 3
 FULL_ACCURACY = "Training accuracy 1.0000 (20/20) | Test accuracy 1.0000 (8/8)"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("", 0))
+        return s.getsockname()[1]
 
 
 def two_nodes(tmp, env):
@@ -41,24 +51,38 @@ def two_nodes(tmp, env):
         return list(pool.map(node, [0, 1]))
 
 
+def without_destroy(tmp, script, args):
+    """Run a copy of `script` whose destroy_process_group() call is gone: the check must catch it."""
+    folder, env = alone(tmp, script)
+    code = (folder / script).read_text()
+    assert code.count("destroy_process_group()  #") == 1
+    (folder / script).write_text(code.replace("destroy_process_group()  #", "pass  #"))
+    return run_job([*args, script], env=env, cwd=folder)
+
+
 @pytest.fixture(scope="module")
 def jobs(tmp_path_factory):
     """{name: Future of a Job}: every launch of this file, started two at a time, longest first."""
     tmp = tmp_path_factory.mktemp("ddp")
-    # The spawn run and the two-node run take the code path of Windows (a TCP store without
+    # The two-node run and the spawn run take the code path of Windows (a TCP store without
     # libuv); the other runs take the default one. All of them must print the same.
-    no_libuv = clean_environment(USE_LIBUV="0")
+    spawn_folder, spawn_env = alone(tmp, "DDP-script.py")
+    torchrun_folder, torchrun_env = alone(tmp, "DDP-script-torchrun.py")
     launches = {
         **{f"world size {n}": lambda n=n: run_job([SPAWN, "--world-size", n]) for n in (8, 5)},
-        "two nodes, USE_LIBUV=0": lambda: two_nodes(tmp, no_libuv),
-        "torchrun": lambda: run_job([*TORCHRUN_2, TORCHRUN, "--save", tmp / "torchrun.pt"],
-                                    tmpdir=tmp / "torchrun-tmpdir"),
-        "spawn": lambda: run_job([SPAWN, "--save", tmp / "spawn.pt"], env=no_libuv),
+        "two nodes, USE_LIBUV=0": lambda: two_nodes(tmp, environment(USE_LIBUV="0")),
+        "torchrun": lambda: run_job([*TORCHRUN_2, "DDP-script-torchrun.py", "--save", tmp / "torchrun.pt"],
+                                    env=torchrun_env, cwd=torchrun_folder, tmpdir=tmp / "torchrun-tmpdir"),
+        "spawn": lambda: run_job(["DDP-script.py", "--save", tmp / "spawn.pt"],
+                                 env={**spawn_env, "USE_LIBUV": "0"}, cwd=spawn_folder),
         **{f"world size {n}": lambda n=n: run_job([SPAWN, "--world-size", n]) for n in (4, 3, 1)},
+        "spawn without destroy": lambda: without_destroy(tmp, "DDP-script.py", []),
+        "torchrun without destroy": lambda: without_destroy(tmp, "DDP-script-torchrun.py", []),
     }
     pool = ThreadPoolExecutor(max_workers=2)  # each launch keeps about two cores busy on its own
     futures = {name: pool.submit(launch) for name, launch in launches.items()}
     futures["tmp"] = tmp
+    futures["folders"] = {"spawn": spawn_folder, "torchrun": torchrun_folder}
     yield futures
     pool.shutdown(wait=True)
 
@@ -66,6 +90,7 @@ def jobs(tmp_path_factory):
 def succeeded(job):
     assert job.returncode == 0, job.describe()
     assert not job.survivors, f"processes left behind: {job.survivors}\n{job.describe()}"
+    assert UNDESTROYED not in job.stderr, job.describe()
     return job
 
 
@@ -73,10 +98,6 @@ def succeeded(job):
 def reference():
     """The weights of one process trained on what ranks 0 and 1 get at every step, without DDP."""
     return single_process_weights(epochs=EPOCHS, world_size=2)
-
-
-def saved_weights(path):
-    return torch.load(path, weights_only=True)
 
 
 def assert_same_weights(actual, expected):
@@ -89,9 +110,44 @@ def ranks_that_trained(stdout):
     return sorted({int(r) for r in re.findall(r"^\[rank (\d+)\] Epoch: \d+/\d+ \| Batch 001/", stdout, re.M)})
 
 
+# --- what the scripts are made of -------------------------------------------------------------
+
+@pytest.mark.parametrize("script", SCRIPT_NAMES)
+def test_script_imports_only_torch_and_the_standard_library(script):
+    imported = set()
+    for node in ast.walk(ast.parse((SCRIPTS / script).read_text())):
+        if isinstance(node, ast.Import):
+            imported |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            imported.add(node.module.split(".")[0])
+    others = sorted(name for name in imported if name != "torch" and name not in sys.stdlib_module_names)
+    assert not others, f"scripts/{script} imports {', '.join(others)}: a reader has only torch"
+
+
+# The chapter's toy_dataset section ends by building the two datasets; the scripts copy the class.
+COPIED = {"neural_network": "", "toy_data": "", "toy_dataset": "\n\n\ntrain_ds =", "compute_accuracy": ""}
+
+
+@pytest.mark.parametrize("script", SCRIPT_NAMES)
+@pytest.mark.parametrize("section", COPIED)
+def test_copied_code_is_the_chapters(script, section):
+    chapter = section_code("appendix_a", section)
+    chapter = chapter.split(COPIED[section])[0] if COPIED[section] else chapter
+    copies = [c.code.strip("\n") for c in read_chunks(SCRIPTS / script) if c.name == section]
+    assert copies, f"scripts/{script} has no section '{section}' (# --8<-- [start:{section}])"
+    diff = "".join(difflib.unified_diff((chapter + "\n").splitlines(True), (copies[0] + "\n").splitlines(True),
+                                        f"snippets/appendix_a.py:{section}", f"scripts/{script}:{section}"))
+    assert not diff, (f"scripts/{script} section '{section}' differs from snippets/appendix_a.py section "
+                      f"'{section}', which the chapter pages show; make the two the same:\n{diff}")
+
+
+# --- training ------------------------------------------------------------------------------------
+
 @pytest.mark.parametrize("launcher", ["spawn", "torchrun"])
-def test_two_processes_train_to_full_accuracy(jobs, launcher):
-    job = succeeded(jobs[launcher].result())
+def test_script_alone_in_an_empty_folder_trains_to_full_accuracy(jobs, launcher):
+    job = succeeded(jobs[launcher].result())  # run where `snippets` and `tools` cannot be imported
+    script = {"spawn": "DDP-script.py", "torchrun": "DDP-script-torchrun.py"}[launcher]
+    assert [p.name for p in jobs["folders"][launcher].iterdir()] == [script], "only the script, nothing else"
     assert ranks_that_trained(job.stdout) == [0, 1], job.describe()
     assert f"Training on 2 CPU processes (world size 2) with the gloo backend for {EPOCHS} epochs" in job.stdout
     assert job.stdout.rstrip().endswith(FULL_ACCURACY), job.describe()
@@ -101,7 +157,7 @@ def test_two_processes_train_to_full_accuracy(jobs, launcher):
 
 def test_torchrun_removes_its_default_snapshot(jobs):
     job = succeeded(jobs["torchrun"].result())
-    snapshot = re.search(r"^snapshot file: (.+)$", job.stderr, re.M)
+    snapshot = re.search(r"^snapshot file: (\S+)", job.stderr, re.M)
     assert snapshot, job.describe()
     tmpdir = jobs["tmp"] / "torchrun-tmpdir"  # the job's TMPDIR
     assert snapshot[1].startswith(f"{tmpdir}/ddp-snapshot-"), "the default is in the temporary directory"
@@ -111,12 +167,8 @@ def test_torchrun_removes_its_default_snapshot(jobs):
 @pytest.mark.parametrize("launcher", ["spawn", "torchrun"])
 def test_ddp_equals_single_process_training(jobs, launcher, reference):
     succeeded(jobs[launcher].result())
-    assert_same_weights(saved_weights(jobs["tmp"] / f"{launcher}.pt"), reference)
-
-
-def test_save_leaves_no_temporary_file(jobs):
-    succeeded(jobs["spawn"].result())
-    assert sorted(p.name for p in jobs["tmp"].glob(".spawn.pt.*")) == []
+    assert_same_weights(torch.load(jobs["tmp"] / f"{launcher}.pt", weights_only=True), reference)
+    assert not list(jobs["tmp"].glob(f".{launcher}.pt.*")), "--save leaves no temporary file"
 
 
 @pytest.mark.parametrize("world_size", WORLD_SIZES)
@@ -144,13 +196,6 @@ def test_runs_print_the_same(jobs):
     assert two_node_stdout(jobs) == torchrun.stdout
 
 
-def test_use_libuv_0_works(jobs, reference):
-    job = succeeded(jobs["spawn"].result())  # with USE_LIBUV=0, like the two-node run
-    assert job.stdout.rstrip().endswith(FULL_ACCURACY)
-    assert_same_weights(saved_weights(jobs["tmp"] / "spawn.pt"), reference)
-    assert two_node_stdout(jobs).rstrip().endswith(FULL_ACCURACY)
-
-
 @pytest.mark.parametrize("name, launcher", [("DDP-script.txt", "spawn"), ("DDP-script-torchrun.txt", "torchrun")])
 def test_recorded_output_matches_a_fresh_run(jobs, name, launcher):
     # The fresh runs above also write their weights with --save, which prints on stderr only.
@@ -160,6 +205,24 @@ def test_recorded_output_matches_a_fresh_run(jobs, name, launcher):
 
 def test_two_nodes_on_loopback_match_one_node(jobs, reference):
     assert ranks_that_trained(two_node_stdout(jobs)) == [0, 1]
-    weights = saved_weights(jobs["tmp"] / "two-nodes.pt")
-    assert_same_weights(weights, saved_weights(jobs["tmp"] / "torchrun.pt"))
+    weights = torch.load(jobs["tmp"] / "two-nodes.pt", weights_only=True)
+    assert_same_weights(weights, torch.load(jobs["tmp"] / "torchrun.pt", weights_only=True))
     assert_same_weights(weights, reference)
+
+
+@pytest.mark.parametrize("launcher", ["spawn", "torchrun"])
+def test_leaving_without_destroy_process_group_is_caught(jobs, launcher):
+    # The same check passes on every successful run above (see `succeeded`).
+    job = jobs[f"{launcher} without destroy"].result()
+    assert job.returncode != 0 and UNDESTROYED in job.stderr, job.describe()
+
+
+def test_gpu_check_without_cuda_says_so_in_one_sentence_and_fails():
+    gpu_outputs = sorted((SCRIPTS / "outputs").rglob("gpu/*"))
+    result = subprocess.run([sys.executable, "-m", "tools.gpu_check"], cwd=ROOT, env=environment(),
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1, result.stderr
+    assert result.stderr == (f"gpu-check needs a CUDA GPU, and torch {torch.__version__} sees none on this "
+                             "machine; run `make gpu-check` on a machine with an NVIDIA GPU and a CUDA build "
+                             "of torch.\n")
+    assert sorted((SCRIPTS / "outputs").rglob("gpu/*")) == gpu_outputs, "nothing is recorded"

@@ -1,0 +1,262 @@
+"""What the DDP tests share: one launch with a time limit that leaves nothing behind (`run_job`),
+scripts copied alone into an empty folder (`alone`), the check of a fresh run against its
+recording (`drift`), and what DDP training must equal (`single_process_weights`)."""
+
+import importlib.util
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psutil
+
+from tools.record_outputs import compare_text, varying_patterns
+from tools.record_script_outputs import OUTPUTS, RUNS, environment
+from tools.sections import ROOT
+
+SCRIPTS = ROOT / "scripts"
+SPAWN = "scripts/DDP-script.py"
+TORCHRUN = "scripts/DDP-script-torchrun.py"
+TORCHRUN_2 = ["-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2"]
+TAG = "DDP_JOB_TAG"  # every process of a job inherits it, which is how survivors are found
+UNDESTROYED = "the process group was not destroyed before the process exited"
+
+# Put on PYTHONPATH by `alone`: this project's packages cannot be imported, and a process that
+# ends (os._exit, as the scripts do) without destroy_process_group() says so and fails.
+BLOCKED = 'raise ImportError("a DDP script must run alone, without this project\'s {name}")\n'
+SITECUSTOMIZE = f'''import os, sys
+_exit = os._exit
+def _checked_exit(code):
+    dist = sys.modules.get("torch.distributed")
+    if dist is not None and dist.is_available() and dist.is_initialized():
+        sys.stderr.write("{UNDESTROYED}\\n")
+        sys.stderr.flush()
+        code = 3
+    _exit(code)
+os._exit = _checked_exit
+'''
+
+
+@dataclass
+class Job:
+    """The result of one launch."""
+
+    command: list
+    returncode: int
+    stdout: str
+    stderr: str
+    seconds: float  # from the start to the exit of the launching process
+    survivors: list = field(default_factory=list)  # "pid command" of processes alive `settle` s later
+    stderr_lines: list = field(default_factory=list)  # (seconds since the start, line)
+    gone_after: float = 0.0  # seconds from the launcher's exit until no process of the job was left
+    leftovers: list = field(default_factory=list)  # names of files left in the job's TMPDIR
+    signalled_at: float | None = None  # seconds from the start to the signal sent (`signal_after`)
+
+    def seconds_after(self, text):
+        """Seconds from the first stderr line containing `text` to the exit (None if there is none)."""
+        return next((self.seconds - at for at, line in self.stderr_lines if text in line), None)
+
+    def describe(self):
+        return (f"$ {' '.join(map(str, self.command))}\nexit status {self.returncode} after {self.seconds:.1f} s\n"
+                f"--- stdout ---\n{self.stdout}--- stderr ---\n{self.stderr}")
+
+
+def alone(tmp, script):
+    """Copy scripts/SCRIPT alone into an empty folder; return (folder, environment) to run it there
+    with a Python that cannot import `snippets` or `tools` and checks destroy_process_group."""
+    folder = Path(tmp) / f"alone-{uuid.uuid4().hex[:8]}"
+    blockers = Path(tmp) / f"blockers-{uuid.uuid4().hex[:8]}"
+    folder.mkdir()
+    for name in ("snippets", "tools"):
+        (blockers / name).mkdir(parents=True)
+        (blockers / name / "__init__.py").write_text(BLOCKED.format(name=name))
+    (blockers / "sitecustomize.py").write_text(SITECUSTOMIZE)
+    shutil.copy(SCRIPTS / script, folder / script)
+    return folder, environment(PYTHONPATH=str(blockers))
+
+
+def run_job(args, env=None, timeout=120, settle=2.0, tmpdir=None, cwd=ROOT, signal_after=None):
+    """Run `python ARGS...` in its own session and return a Job.
+
+    The job is killed after `timeout` seconds. Afterwards, processes that carry the job's tag
+    (torchrun's workers run in sessions of their own) get `settle` seconds to go away; any that
+    remain are listed in `survivors` and then killed, so that a failing test leaves nothing behind.
+    TMPDIR is `tmpdir`, or a folder of the job's own that is removed afterwards.
+    signal_after=(text, signum): send signum to the launching process once stdout shows `text`.
+    """
+    tag = uuid.uuid4().hex
+    command = [sys.executable, *map(str, args)]
+    own_tmpdir = tmpdir is None
+    tmpdir = Path(tempfile.mkdtemp(prefix="ddp-job-")) if own_tmpdir else Path(tmpdir)
+    tmpdir.mkdir(parents=True, exist_ok=True)
+    env = dict(environment() if env is None else env, **{TAG: tag, "TMPDIR": str(tmpdir)})
+    try:
+        job = _run(command, env, tag, timeout, settle, cwd, signal_after)
+        # torch keeps a compiler cache there (torchinductor_USER): not the job's doing
+        job.leftovers = sorted(p.name for p in tmpdir.iterdir() if not p.name.startswith("torchinductor_"))
+        return job
+    finally:
+        if own_tmpdir:
+            shutil.rmtree(tmpdir, ignore_errors=True)
+
+
+def _run(command, env, tag, timeout, settle, cwd, signal_after):
+    start = time.monotonic()
+    process = subprocess.Popen(command, cwd=cwd, env=env, stdin=subprocess.DEVNULL, text=True,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    timer = threading.Timer(timeout, lambda: _kill_everything(process.pid, tag))
+    timer.start()
+    out, err, signalled = [], [], []
+
+    def watch(line):
+        if signal_after and not signalled and signal_after[0] in line:
+            signalled.append(time.monotonic() - start)
+            os.kill(process.pid, signal_after[1])
+
+    readers = [threading.Thread(target=_read_lines, args=(stream, lines, start, check), daemon=True)
+               for stream, lines, check in ((process.stdout, out, watch), (process.stderr, err, None))]
+    try:
+        for reader in readers:
+            reader.start()
+        process.wait()
+        seconds = time.monotonic() - start
+    finally:
+        timer.cancel()
+        _kill_group(process.pid)
+        process.wait()
+    for reader in readers:  # the pipes close when the last process holding them is gone
+        reader.join(settle)
+    deadline = time.monotonic() + settle
+    while (survivors := _tagged_processes(tag)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    gone_after = time.monotonic() - start - seconds
+    names = [_describe(p) for p in survivors if _alive(p)]
+    for p in survivors:
+        _kill(p)
+    for reader in readers:
+        reader.join()
+    return Job(command, process.returncode, "".join(line for _, line in out), "".join(line for _, line in err),
+               seconds, names, err, gone_after, signalled_at=signalled[0] if signalled else None)
+
+
+def _read_lines(stream, lines, start, check):
+    for line in stream:
+        lines.append((time.monotonic() - start, line))
+        if check:
+            check(line)
+
+
+def _tagged_processes(tag):
+    found = []
+    for process in psutil.process_iter(["pid", "status"]):
+        try:
+            if process.info["status"] != psutil.STATUS_ZOMBIE and process.environ().get(TAG) == tag:
+                found.append(process)
+        except psutil.Error:
+            continue
+    return found
+
+
+def _kill_everything(pid, tag):
+    """Past the time limit: the launcher's process group, and the tagged processes outside it."""
+    _kill_group(pid)
+    for p in _tagged_processes(tag):
+        _kill(p)
+
+
+def _kill_group(pid):
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _describe(process):
+    try:
+        return f"{process.pid} {' '.join(process.cmdline()[:6])}"
+    except psutil.Error:
+        return str(process.pid)
+
+
+def _alive(process):
+    try:
+        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def _kill(process):
+    try:
+        process.kill()
+    except psutil.Error:
+        pass
+
+
+def recorded_text(job, name):
+    """What of `job` is recorded as scripts/outputs/NAME; raise if the run did not end as it must."""
+    run = RUNS[name]
+    if job.returncode != run.status or job.survivors:
+        raise AssertionError(f"`{run.command}` should exit with status {run.status}:\n{job.describe()}")
+    return job.stdout if run.stream == "stdout" else job.stderr
+
+
+def drift(name, fresh):
+    """None if `fresh` matches scripts/outputs/NAME, else a message naming the file, the command,
+    how to re-record, and a diff."""
+    path = OUTPUTS / name
+    rerecord = "python -m tools.record_script_outputs (part of `make outputs`)"
+    if not path.exists():
+        return f"{path.relative_to(ROOT)} is missing; record it with {rerecord}."
+    patterns = varying_patterns().get(f"scripts:{Path(name).stem}", {}).get("lines", [])
+    diff = compare_text(path.read_text(), fresh, patterns, name)
+    if diff is None:
+        return None
+    return (f"{path.relative_to(ROOT)} differs from what `{RUNS[name].command}` prints now; if the "
+            f"change is intended, re-record it with {rerecord}:\n{diff}")
+
+
+def load_script(name):
+    """scripts/NAME as a module; its `if __name__ == "__main__"` part does not run."""
+    spec = importlib.util.spec_from_file_location(f"ddp_script_{uuid.uuid4().hex}", SCRIPTS / name)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def single_process_weights(epochs=3, world_size=2):
+    """The state_dict of one process, without DDP, trained on the concatenation of the batches that
+    ranks 0 .. world_size-1 get at each step: what a DDP run with --save must write.
+
+    DDP averages the ranks' gradients of their mean losses; with equal batch sizes that is the
+    gradient of the mean loss over all their batches together.
+    """
+    import torch
+    import torch.nn.functional as F
+    from torch.utils.data import DataLoader
+    from torch.utils.data.distributed import DistributedSampler
+
+    script = load_script("DDP-script.py")
+    dataset = script.prepare_dataset(0, world_size)[0].dataset
+    samplers = [DistributedSampler(dataset, num_replicas=world_size, rank=r) for r in range(world_size)]
+    loaders = [DataLoader(dataset, batch_size=2, sampler=s, drop_last=True) for s in samplers]
+    torch.manual_seed(123)  # as every rank does before building the model
+    model = script.NeuralNetwork(num_inputs=2, num_outputs=2)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
+    for epoch in range(epochs):
+        for sampler in samplers:
+            sampler.set_epoch(epoch)
+        for batches in zip(*loaders):
+            features = torch.cat([features for features, _ in batches])
+            labels = torch.cat([labels for _, labels in batches])
+            loss = F.cross_entropy(model(features), labels)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    return model.state_dict()

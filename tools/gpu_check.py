@@ -1,0 +1,89 @@
+"""`make gpu-check`: on a machine with CUDA GPUs, check and record what only a GPU can show.
+
+    python -m tools.gpu_check
+
+DDP with NCCL: DDP-script.py trains on every visible GPU (at most 8), one process per GPU (NCCL
+refuses two processes on one GPU), and again with Gloo on the CPU with as many processes. The
+NCCL run must train to full accuracy and save the weights of the Gloo run within 1e-5. Its
+output goes to scripts/outputs/gpu/, with the GPU and the torch build in recorded-on.json.
+Without CUDA it says so in one sentence and exits with status 1.
+"""
+
+import datetime
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import torch
+
+from tools.record_script_outputs import environment
+from tools.sections import ROOT
+
+GPU_OUTPUTS = ROOT / "scripts" / "outputs" / "gpu"
+FULL_ACCURACY = "Training accuracy 1.0000 (20/20) | Test accuracy 1.0000 (8/8)"
+
+
+def train(backend, world_size, save, env):
+    """Run DDP-script.py; return its stdout, or exit with its stderr if it failed."""
+    command = [sys.executable, "scripts/DDP-script.py", "--backend", backend, "--world-size", str(world_size),
+               "--save", str(save)]
+    result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    if result.returncode != 0:
+        sys.exit(f"gpu-check: the {backend} run failed (exit status {result.returncode}):\n{result.stderr}")
+    return result.stdout
+
+
+def check_ddp_with_nccl():
+    """Train with NCCL and with Gloo; compare the weights; record the NCCL run's output."""
+    world_size = min(torch.cuda.device_count(), 8)  # the toy data feeds at most 8 ranks
+    gpu_env = environment()
+    gpu_env.pop("CUDA_VISIBLE_DEVICES")  # environment() hides the GPUs; keep the caller's choice
+    if "CUDA_VISIBLE_DEVICES" in os.environ:
+        gpu_env["CUDA_VISIBLE_DEVICES"] = os.environ["CUDA_VISIBLE_DEVICES"]
+    with tempfile.TemporaryDirectory() as tmp:
+        nccl = train("nccl", world_size, Path(tmp) / "nccl.pt", gpu_env)
+        train("gloo", world_size, Path(tmp) / "gloo.pt", environment())  # on the CPU
+        if "with the nccl backend" not in nccl or not nccl.rstrip().endswith(FULL_ACCURACY):
+            sys.exit(f"gpu-check: the NCCL run did not train to full accuracy:\n{nccl}")
+        nccl_weights = torch.load(Path(tmp) / "nccl.pt", map_location="cpu", weights_only=True)
+        gloo_weights = torch.load(Path(tmp) / "gloo.pt", map_location="cpu", weights_only=True)
+    for key, expected in gloo_weights.items():
+        torch.testing.assert_close(nccl_weights[key], expected, atol=1e-5, rtol=1e-5,
+                                   msg=lambda m: f"gpu-check: NCCL and Gloo weights differ in {key}: {m}")
+    (GPU_OUTPUTS / "DDP-script-nccl.txt").write_text(nccl)
+    print(f"gpu-check: NCCL on {world_size} GPU(s) trained and matches Gloo within 1e-5; "
+          f"recorded {(GPU_OUTPUTS / 'DDP-script-nccl.txt').relative_to(ROOT)}")
+    return {"DDP-script-nccl.txt": f"python scripts/DDP-script.py --backend nccl --world-size {world_size}"}
+
+
+# Each check returns {recorded file: the command that produced it}. The snippets' GPU outputs
+# (A.1's CUDA line, the A.9.1-A.9.2 device outputs, Exercise A.4's GPU timing) go here as well.
+CHECKS = [check_ddp_with_nccl]
+
+
+def main():
+    if not torch.cuda.is_available():
+        sys.exit(f"gpu-check needs a CUDA GPU, and torch {torch.__version__} sees none on this machine; "
+                 "run `make gpu-check` on a machine with an NVIDIA GPU and a CUDA build of torch.")
+    label = {
+        "gpu": torch.cuda.get_device_name(0),
+        "gpus": torch.cuda.device_count(),
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "nccl": ".".join(map(str, torch.cuda.nccl.version())),
+        "python": platform.python_version(),
+        "date": datetime.date.today().isoformat(),
+    }
+    GPU_OUTPUTS.mkdir(parents=True, exist_ok=True)
+    recorded = {}
+    for check in CHECKS:
+        recorded.update(check())
+    (GPU_OUTPUTS / "recorded-on.json").write_text(json.dumps({**label, "recorded": recorded}, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
