@@ -28,8 +28,8 @@ outputs: $(STAMP)  ## re-record every output and notebook after changing a snipp
 	$(BIN)/python -m tools.notebooks
 	$(BIN)/python -m tools.record_script_outputs
 
-bench: $(STAMP)  ## measure the build, the tests, the pages and the DDP scripts
-	$(BIN)/python -m tools.bench
+bench: $(STAMP)  ## measure and write the figures the pages show; ARGS=--quick for a shorter run, ARGS=--help
+	$(BIN)/python -m tools.bench $(ARGS)
 
 lock:  ## re-pin requirements.txt from requirements.in in a throwaway venv
 	rm -rf .lock-venv && $(PYTHON) -m venv .lock-venv
