@@ -39,18 +39,14 @@ README_START, README_END = "<!-- bench:start -->", "<!-- bench:end -->"
 MKDOCS = [sys.executable, "-m", "mkdocs", "build"]
 
 
-def seconds(fn):
-    start = time.perf_counter()
-    fn()
-    return time.perf_counter() - start
-
-
 def side_by_side(fns, repeats):
     """{name: median seconds}, every function run once per round, so all see the same load."""
     samples = {name: [] for name in fns}
     for _ in range(repeats):
         for name, fn in fns.items():
-            samples[name].append(seconds(fn))
+            start = time.perf_counter()
+            fn()
+            samples[name].append(time.perf_counter() - start)
     return {name: statistics.median(values) for name, values in samples.items()}
 
 
@@ -191,15 +187,13 @@ def measure_ddp(rounds):
     from snippets.ddp_common import enlarged_toy_datasets
 
     samples = len(enlarged_toy_datasets(factor=4)[0])
-    epochs = ["--epochs", str(EPOCHS)]
+    launchers = {"spawn": lambda n: [sys.executable, "scripts/DDP-script.py", "--world-size", str(n)],
+                 "torchrun": lambda n: [sys.executable, "-m", "torch.distributed.run", "--standalone",
+                                        f"--nproc_per_node={n}", "scripts/DDP-script-torchrun.py"]}
     commands = {"plain": ([sys.executable, "-c", PLAIN_TRAINING.format(epochs=EPOCHS)], samples // 2)}
-    for n in WORLD_SIZES:  # DistributedSampler pads to equal shares; batches of 2
-        commands[f"spawn {n}"] = ([sys.executable, "scripts/DDP-script.py", "--world-size", str(n), *epochs],
-                                  -(-samples // n) // 2)
-    for n in WORLD_SIZES:
-        commands[f"torchrun {n}"] = ([sys.executable, "-m", "torch.distributed.run", "--standalone",
-                                      f"--nproc_per_node={n}", "scripts/DDP-script-torchrun.py", *epochs],
-                                     -(-samples // n) // 2)
+    commands.update({  # (command, steps per epoch): DistributedSampler pads to equal shares; batches of 2
+        f"{launcher} {n}": ([*command(n), "--epochs", str(EPOCHS)], -(-samples // n) // 2)
+        for launcher, command in launchers.items() for n in WORLD_SIZES})
     launches = {name: [] for name in commands}
     for _ in range(rounds):  # every launch once per round, so all see the same load
         for name, (command, _) in commands.items():
@@ -228,8 +222,8 @@ def machine():
             f"Python {platform.python_version()}, torch {torch.__version__}")
 
 
-def label(entry):
-    return f"*Measured by `{entry['command']}` on {entry['date']}: {entry['machine']}.*"
+def label(entry, note=""):
+    return f"*Measured by `{entry['command']}` on {entry['date']}: {entry['machine']}{note}.*"
 
 
 def ratio(a, b):
@@ -247,12 +241,13 @@ def ddp_md(d):
     for name, f in d["launches"].items():
         launcher, n = name.split() if name != "plain" else ("plain `python`", "1 (no DDP)")
         rows.append(f"| {n} | {launcher} | {f['wall']:.2f} s | {f['startup']:.2f} s | {f['step_ms']:.2f} ms |\n")
+    note = f"; medians of {d['runs']} launches per row"
     wall, step = (" and ".join(f"{ratio(ddp[key], plain[key])} ({launcher})" for ddp, plain, launcher
                                in two_processes(d)) for key in ("wall", "step_ms"))
     return (f"| Processes | Launcher | Wall time, {d['epochs']} epochs | Start-up | One training step |\n"
             "| --- | --- | --- | --- | --- |\n" + "".join(rows) +
             f"\nTwo processes take {wall} as long as one plain process, start-up included, and a "
-            f"training step costs {step} as much.\n\n{label(d)} Medians of {d['runs']} launches per row.\n")
+            f"training step costs {step} as much.\n\n{label(d, note)}\n")
 
 
 def two_processes(d):
