@@ -138,34 +138,31 @@ def measure_matmul(repeats):
     return result
 
 
+# The book's own training loop in one process, on the DDP scripts' data, batch size and learning rate.
 PLAIN_TRAINING = """\
-import torch, torch.nn.functional as F
+import torch
 from torch.utils.data import DataLoader
-from snippets.appendix_a import NeuralNetwork
+from snippets.appendix_a import NeuralNetwork, train_model
 from snippets.ddp_common import enlarged_toy_datasets
-loader = DataLoader(enlarged_toy_datasets(factor=4)[0], batch_size=2, shuffle=True, drop_last=True)
+torch.set_num_threads(1)  # as the DDP scripts do: one thread per process
 torch.manual_seed(123)
 model = NeuralNetwork(num_inputs=2, num_outputs=2)
-optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
-for epoch in range({epochs}):
-    for features, labels in loader:
-        loss = F.cross_entropy(model(features), labels)
-        optimizer.zero_grad(); loss.backward(); optimizer.step()
-    print(f"Epoch: {{epoch + 1:03d}}", flush=True)
+loader = DataLoader(enlarged_toy_datasets(factor=4)[0], batch_size=2, shuffle=True, drop_last=True)
+train_model(model, loader, torch.optim.SGD(model.parameters(), lr=0.5), num_epochs={epochs})
 """
 EPOCH_LINE = re.compile(r"Epoch: (\d+)")
 
 
 def epoch_times(command):
-    """Seconds from the launch to the end of each epoch, and to the exit. Rank 0 prints an epoch's
-    lines once every rank has finished it, so their arrival marks the epoch's end."""
+    """Seconds from the launch to the end of each epoch (its last line's arrival), and to the exit.
+    A DDP script's rank 0 prints an epoch's lines once every rank has finished it."""
     start = time.perf_counter()
     process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
     ends = {}
     for line in process.stdout:
         if match := EPOCH_LINE.search(line):
-            ends.setdefault(int(match[1]), time.perf_counter() - start)
+            ends[int(match[1])] = time.perf_counter() - start
     if process.wait() != 0 or len(ends) != EPOCHS:
         raise RuntimeError(f"{' '.join(map(str, command))} failed (exit status {process.returncode})")
     return [ends[epoch] for epoch in sorted(ends)], time.perf_counter() - start
@@ -242,16 +239,17 @@ def ddp_md(d):
         launcher, n = name.split() if name != "plain" else ("plain `python`", "1 (no DDP)")
         rows.append(f"| {n} | {launcher} | {f['wall']:.2f} s | {f['startup']:.2f} s | {f['step_ms']:.2f} ms |\n")
     note = f"; medians of {d['runs']} launches per row"
-    wall, step = (" and ".join(f"{ratio(ddp[key], plain[key])} ({launcher})" for ddp, plain, launcher
-                               in two_processes(d)) for key in ("wall", "step_ms"))
     return (f"| Processes | Launcher | Wall time, {d['epochs']} epochs | Start-up | One training step |\n"
             "| --- | --- | --- | --- | --- |\n" + "".join(rows) +
-            f"\nTwo processes take {wall} as long as one plain process, start-up included, and a "
-            f"training step costs {step} as much.\n\n{label(d, note)}\n")
+            f"\nTwo processes take {two_against_one(d, 'wall')} as long as one plain process, start-up "
+            f"included, and a training step costs {two_against_one(d, 'step_ms')} as much.\n\n{label(d, note)}\n")
 
 
-def two_processes(d):
-    return [(d["launches"][f"{launcher} 2"], d["launches"]["plain"], launcher) for launcher in ("spawn", "torchrun")]
+def two_against_one(d, key):
+    """2 processes against 1 plain process, for both launchers: '1.6× (spawn) and 1.7× (torchrun)'."""
+    plain = d["launches"]["plain"][key]
+    return " and ".join(f"{ratio(d['launches'][f'{launcher} 2'][key], plain)} ({launcher})"
+                        for launcher in ("spawn", "torchrun"))
 
 
 README_ROWS = {  # section: [(what, figure)]
@@ -265,13 +263,9 @@ README_ROWS = {  # section: [(what, figure)]
          f"{b['rebuild']:.2f} s against {b['plain_rebuild']:.2f} s: {ratio(b['rebuild'], b['plain_rebuild'])}")],
     "pages": lambda p: [("largest page (HTML)", f"{p['largest_kb']:.0f} KB (gzip {p['largest_gzip_kb']:.0f} KB), "
                          f"`{p['largest']}`; {p['over_200_kb']} of {p['pages']} pages over 200 KB")],
-    "tests": lambda t: [("`make test`", f"{t['seconds']:.0f} s, {t['summary']}" + ("" if t["passed"] else " (failed)"))],
-    "ddp": lambda d: [
-        ("DDP, 2 processes against 1 plain process, start-up included",
-         ", ".join(f"{ratio(ddp['wall'], plain['wall'])} ({launcher})" for ddp, plain, launcher in two_processes(d))),
-        ("DDP, one step with 2 processes against one plain step",
-         ", ".join(f"{ratio(ddp['step_ms'], plain['step_ms'])} ({launcher})"
-                   for ddp, plain, launcher in two_processes(d)))],
+    "tests": lambda t: [("`make test`", f"{t['seconds']:.0f} s, {t['summary']}" + ("" if t["passed"] else ": FAILED"))],
+    "ddp": lambda d: [("DDP, 2 processes against 1 plain process, start-up included", two_against_one(d, "wall")),
+                      ("DDP, one step with 2 processes against one plain step", two_against_one(d, "step_ms"))],
     "matmul": lambda m: [("Exercise A.4's 100×200 @ 200×300 on the CPU", f"{m['cpu_us']:.0f} µs")],
 }
 
