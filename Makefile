@@ -26,8 +26,8 @@ outputs: $(STAMP)  ## re-record every output and notebook after changing a snipp
 	$(BIN)/python -m tools.record
 	$(BIN)/python -m tools.record_script_outputs
 
-bench: $(STAMP)  ## measure the build, the tests, the pages and the DDP scripts
-	$(BIN)/python -m tools.bench
+bench: $(STAMP)  ## measure and write the figures the pages show; ARGS=--quick for a shorter run, ARGS=--help
+	$(BIN)/python -m tools.bench $(ARGS)
 
 gpu-check: $(STAMP)  ## on a machine with CUDA GPUs: DDP with NCCL against Gloo; records the GPU outputs
 	$(BIN)/python -m tools.gpu_check

@@ -1,78 +1,91 @@
-"""The pure helpers of tools/bench.py (`make bench`); no timing is asserted anywhere."""
+"""`make bench` and the figures it writes; the notebook cache that keeps rebuilds fast. No timing is asserted."""
 
-import gzip
+import json
+import re
+import subprocess
+import sys
+import textwrap
 
-from tools.bench import (Launch, Row, format_value, page_weights, parse_durations, parse_failures, parse_summary,
-                         timings)
+import pytest
 
-PYTEST_OUTPUT = """\
-tests/test_ddp_scripts.py ........                                       [100%]
-============================= slowest 5 durations ==============================
-41.20s call     tests/test_ddp_scripts.py::test_world_sizes[8]
-12.03s setup    tests/test_site_build.py::test_strict_build
-0.51s call     tests/test_snippets.py::test_section[a2_tensors:matmul]
+from tools.bench import README_END, README_START, ROOT, ddp_md, matmul_md, readme_md
+from tools.notebook_pages import converter_key
 
-(2 durations < 0.005s hidden.  Use -vv to show these durations.)
-=========================== short test summary info ============================
-SKIPPED [1] tests/test_browser.py:12: no Chromium
-FAILED tests/test_ddp_faults.py::test_busy_port[spawn] - AssertionError: assert 1 == 2
-================== 120 passed, 1 skipped in 151.92s (0:02:31) ==================
-"""
+NOTEBOOK_TEXT = "A sentence that only this notebook holds."
 
 
-def test_timings_calls_setup_before_every_run():
-    calls = []
-    samples = timings(lambda: calls.append("run"), 3, setup=lambda: calls.append("setup"))
-    assert calls == ["setup", "run"] * 3
-    assert len(samples) == 3
+def test_documented_make_command_writes_the_figures_and_the_readme_table(tmp_path):
+    subprocess.run(["make", "bench", f"ARGS=--only matmul --out {tmp_path}"], cwd=ROOT, check=True,
+                   capture_output=True, timeout=300)
+    results = json.loads((tmp_path / "measured" / "bench.json").read_text())
+    matmul = results["matmul"]
+    assert matmul["command"] == 'make bench ARGS="--only matmul"'
+    assert matmul["cpu_us"] > 0 and matmul["cpu_1_thread_us"] > 0
+    page = (tmp_path / "measured" / "matmul.md").read_text()
+    assert f"{matmul['cpu_us']:.0f} µs" in page and matmul["date"] in page and matmul["machine"] in page
+    # Only the marked region of README changes, and it holds the new figure.
+    ours, theirs = (ROOT / "README.md").read_text(), (tmp_path / "README.md").read_text()
+    outside = re.compile(re.escape(README_START) + ".*?" + re.escape(README_END), re.S)
+    assert outside.sub("", ours) == outside.sub("", theirs)
+    assert f"| Exercise A.4's 100×200 @ 200×300 on the CPU | {matmul['cpu_us']:.0f} µs |" in theirs
 
 
-def test_parse_durations_and_summary():
-    assert parse_durations(PYTEST_OUTPUT) == [
-        (41.2, "call", "tests/test_ddp_scripts.py::test_world_sizes[8]"),
-        (12.03, "setup", "tests/test_site_build.py::test_strict_build"),
-        (0.51, "call", "tests/test_snippets.py::test_section[a2_tensors:matmul]"),
-    ]
-    assert parse_summary(PYTEST_OUTPUT) == "120 passed, 1 skipped"
-    assert parse_failures(PYTEST_OUTPUT) == ["tests/test_ddp_faults.py::test_busy_port[spawn]"]
-    assert parse_durations("no durations here") == []
+def test_committed_figures_are_those_bench_json_renders():
+    """The pages and README show what `make bench` measured, never a figure typed by hand."""
+    results = json.loads((ROOT / "measured" / "bench.json").read_text())
+    assert (ROOT / "measured" / "matmul.md").read_text() == matmul_md(results["matmul"])
+    assert (ROOT / "measured" / "ddp.md").read_text() == ddp_md(results["ddp"])
+    readme = (ROOT / "README.md").read_text()
+    assert f"{README_START}\n{readme_md(results)}{README_END}" in readme
+    for page, figures in {"a9-gpu-training.md": "matmul", "a9-multi-gpu-training.md": "ddp"}.items():
+        assert f'--8<-- "measured/{figures}.md"' in (ROOT / "docs" / page).read_text()
 
 
-def test_launch_splits_start_up_from_training():
-    launch = Launch(epoch_ends=[3.0, 3.1, 3.2, 3.3], wall=4.0)
-    assert round(launch.per_epoch, 9) == 0.1
-    assert round(launch.startup, 9) == 2.9
-    assert round(launch.after_training, 9) == 0.7
+def notebook(text):
+    return json.dumps({"cells": [{"cell_type": "markdown", "metadata": {}, "source": [f"# Title\n\n{text}"]}],
+                       "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
 
 
-def test_row_status_against_its_target():
-    assert Row("build", 2.0, "s", limit=3.0).status == "ok"
-    assert Row("build", 3.5, "s", limit=3.0).status == "over"
-    assert Row("build", 3.5, "s").status == ""
-    assert Row("build", None, "s", error="missing").status == "error"
-    assert Row("build", 2.0, "s", limit=3.0).target == "< 3 s"
+@pytest.fixture
+def notebook_site(tmp_path):
+    """A site with one page and one notebook, built with mkdocs-jupyter, search and our notebook hook."""
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "index.md").write_text("# Home\n\nA page that search finds.\n")
+    (tmp_path / "docs" / "nb.ipynb").write_text(notebook(NOTEBOOK_TEXT))
+    (tmp_path / "mkdocs.yml").write_text(textwrap.dedent(f"""\
+        site_name: notebook pages test
+        theme: material
+        plugins:
+          - search
+          - mkdocs-jupyter
+        hooks:
+          - {ROOT / "tools" / "notebook_pages.py"}
+    """))
+    return tmp_path
 
 
-def test_format_value():
-    assert [format_value(v) for v in (None, 1234.5, 54.61, 2.345, 0.01234)] == ["-", "1,234", "54.6", "2.35", "0.0123"]
+def build(site):
+    subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict"], cwd=site, check=True, capture_output=True)
+    return (site / "site" / "nb" / "index.html").read_text()
 
 
-def test_page_weights_count_every_fetched_file_once(tmp_path):
-    (tmp_path / "assets").mkdir()
-    (tmp_path / "assets" / "main.css").write_text("@font-face{src:url(font.woff2)} .a{background:url('x.png')}")
-    (tmp_path / "assets" / "font.woff2").write_bytes(b"f" * 100)
-    (tmp_path / "assets" / "app.js").write_text("console.log(1)")
-    (tmp_path / "page").mkdir()
-    page = tmp_path / "page" / "index.html"
-    page.write_text(
-        '<link rel="stylesheet" href="../assets/main.css"><link rel="canonical" href="https://example.org/">'
-        '<script src="../assets/app.js"></script><script src="/assets/app.js"></script>'
-        '<img src="data:image/png;base64,AAAA"><img src="https://example.org/a.png"><a href="../other/">x</a>'
-    )
-    [weight] = page_weights(tmp_path)
-    assert weight["page"] == "page/index.html"
-    assert weight["resources"] == ["assets/app.js", "assets/font.woff2", "assets/main.css"]
-    assert weight["missing"] == ["x.png"]
-    files = [page, tmp_path / "assets" / "app.js", tmp_path / "assets" / "font.woff2", tmp_path / "assets" / "main.css"]
-    assert weight["total_bytes"] == sum(path.stat().st_size for path in files)
-    assert weight["total_gzip_bytes"] == sum(len(gzip.compress(path.read_bytes(), compresslevel=6)) for path in files)
+def test_notebook_cache_reconverts_a_changed_notebook_and_reuses_an_unchanged_one(notebook_site):
+    stale = notebook_site / ".cache" / "mkdocs-jupyter" / "converter-0000"  # made by other versions
+    stale.mkdir(parents=True)
+    assert NOTEBOOK_TEXT in build(notebook_site)
+    cache = notebook_site / ".cache" / "mkdocs-jupyter" / f"converter-{converter_key()}"
+    [entry] = cache.glob("*.json")
+    assert not stale.exists()
+    # An unchanged notebook comes from the cache: a marker planted in the entry shows up.
+    entry.write_text(entry.read_text().replace(NOTEBOOK_TEXT, "Served from the cache."))
+    assert "Served from the cache." in build(notebook_site)
+    # A changed notebook is converted again, never served stale.
+    (notebook_site / "docs" / "nb.ipynb").write_text(notebook("The notebook changed."))
+    html = build(notebook_site)
+    assert "The notebook changed." in html and "Served from the cache." not in html
+
+
+def test_notebooks_stay_out_of_the_search_index(notebook_site):
+    build(notebook_site)
+    index = (notebook_site / "site" / "search" / "search_index.json").read_text()
+    assert "A page that search finds." in index and NOTEBOOK_TEXT not in index
