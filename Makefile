@@ -24,7 +24,6 @@ test: $(STAMP)  ## the whole test suite
 
 outputs: $(STAMP)  ## re-record every output and notebook after changing a snippet (all or nothing)
 	$(BIN)/python -m tools.record
-	$(BIN)/python -m tools.record_script_outputs
 
 bench: $(STAMP)  ## measure and write the figures the pages show; ARGS=--quick for a shorter run, ARGS=--help
 	$(BIN)/python -m tools.bench $(ARGS)

@@ -17,8 +17,10 @@ from pathlib import Path
 
 import psutil
 
-from tools.record_outputs import compare_text, varying_patterns
-from tools.record_script_outputs import OUTPUTS, RUNS, environment
+from tools.record import SCRIPT_OUTPUTS as OUTPUTS
+from tools.record import SCRIPT_RUNS as RUNS
+from tools.record import compare_text, varying_patterns
+from tools.record import ddp_environment as environment
 from tools.sections import ROOT
 
 SCRIPTS = ROOT / "scripts"
@@ -211,7 +213,7 @@ def drift(name, fresh):
     """None if `fresh` matches scripts/outputs/NAME, else a message naming the file, the command,
     how to re-record, and a diff."""
     path = OUTPUTS / name
-    rerecord = "python -m tools.record_script_outputs (part of `make outputs`)"
+    rerecord = "`make outputs`"
     if not path.exists():
         return f"{path.relative_to(ROOT)} is missing; record it with {rerecord}."
     patterns = varying_patterns().get(f"scripts:{Path(name).stem}", {}).get("lines", [])

@@ -32,7 +32,7 @@ import torch.multiprocessing
 from ddp_harness import (ROOT, SPAWN, TORCHRUN, TORCHRUN_2, drift, load_script, recorded_text, run_job,
                          single_process_weights)
 
-from tools.record_script_outputs import environment
+from tools.record import ddp_environment as environment
 
 TIMEOUT = 5  # --timeout of the jobs that wait for a rank that never answers
 LONG = ["--epochs", "300"]  # a run that is still training when it is signalled

@@ -20,7 +20,7 @@ import torch
 from ddp_harness import (SCRIPTS, SPAWN, TORCHRUN, TORCHRUN_2, UNDESTROYED, alone, drift, recorded_text,
                          run_job, single_process_weights)
 
-from tools.record_script_outputs import environment
+from tools.record import ddp_environment as environment
 from tools.sections import ROOT, read_chunks, section_code
 
 SCRIPT_NAMES = ["DDP-script.py", "DDP-script-torchrun.py"]

@@ -118,25 +118,39 @@ def test_an_unseeded_output_keeps_its_layout_whatever_the_draw(key, recording):
     assert len(shapes) == 1
 
 
-def test_an_interrupted_recording_changes_nothing_and_leaves_nothing_running(tmp_path):
-    """Ctrl-C and SIGTERM while the pages run: exit 130 / 143, no file changed, no child left."""
-    before = record.stored_files()
-    for signal_number, status in [(signal.SIGINT, 130), (signal.SIGTERM, 143)]:
-        recorder = subprocess.Popen([sys.executable, "-m", "tools.record"], cwd=ROOT, stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, text=True, env={**os.environ, "TMPDIR": str(tmp_path)})
-        process = psutil.Process(recorder.pid)
-        deadline = time.monotonic() + 60
-        while not process.children() and time.monotonic() < deadline:  # the pages are running
-            time.sleep(0.05)
-        children = process.children(recursive=True)
-        assert children, "the recorder started no page run within 60 s"
-        time.sleep(0.3)
+def _descendants_once(process, wanted, timeout):
+    """The recorder's descendants as soon as one of them runs `wanted` (in its command line)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with contextlib.suppress(psutil.Error):
+            children = process.children(recursive=True)
+            if any(wanted in " ".join(child.cmdline()) for child in children):
+                return children
+        time.sleep(0.05)
+    raise AssertionError(f"no process running {wanted} appeared within {timeout} s")
+
+
+@pytest.mark.parametrize("signal_number, status, moment", [
+    (signal.SIGINT, 130, "page-run-"),  # Ctrl-C while the pages run
+    (signal.SIGTERM, 143, "DDP-script"),  # a kill while the DDP scripts run
+])
+def test_an_interrupted_recording_changes_nothing_and_leaves_nothing_running(signal_number, status, moment,
+                                                                              tmp_path):
+    before = record.stored_files(scripts=True)
+    recorder = subprocess.Popen([sys.executable, "-m", "tools.record"], cwd=ROOT, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, env={**os.environ, "TMPDIR": str(tmp_path)})
+    try:
+        children = _descendants_once(psutil.Process(recorder.pid), moment, timeout=180)
+        time.sleep(0.5)
         recorder.send_signal(signal_number)
-        _, stderr = recorder.communicate(timeout=30)
-        assert recorder.returncode == status, stderr
-        gone, alive = psutil.wait_procs(children, timeout=5)
-        assert not alive, f"left running after {signal.Signals(signal_number).name}: {alive}"
-    assert record.stored_files() == before
-    leftovers = [p for p in ROOT.rglob(".*.recording")]
-    assert leftovers == []
-    assert os.listdir(tmp_path) == [], "temporary folders left behind"
+        _, stderr = recorder.communicate(timeout=60)
+    finally:
+        recorder.kill()
+    assert recorder.returncode == status, stderr
+    assert stderr.strip() == "interrupted: nothing was written"
+    _, alive = psutil.wait_procs(children, timeout=15)
+    assert not alive, f"left running after {signal.Signals(signal_number).name}: {alive}"
+    assert record.stored_files(scripts=True) == before, "a file changed"
+    assert list(ROOT.rglob(".*.recording")) == []
+    ours = [name for name in os.listdir(tmp_path) if not name.startswith("torchinductor_")]  # torch's cache
+    assert ours == [], "temporary folders left behind"

@@ -1,4 +1,5 @@
-"""`make gpu-check`: on a machine with CUDA GPUs, check and record what only a GPU can show.
+"""`make gpu-check`: on a machine with CUDA GPUs, check and record what only a GPU can show:
+the pages' GPU outputs (snippets/outputs/gpu/) and DDP with NCCL (scripts/outputs/gpu/).
 
     python -m tools.gpu_check
 
@@ -20,7 +21,8 @@ from pathlib import Path
 
 import torch
 
-from tools.record_script_outputs import environment
+from tools import record
+from tools.record import ddp_environment as environment
 from tools.sections import ROOT
 
 GPU_OUTPUTS = ROOT / "scripts" / "outputs" / "gpu"
@@ -60,9 +62,16 @@ def check_ddp_with_nccl():
     return {"DDP-script-nccl.txt": f"python scripts/DDP-script.py --backend nccl --world-size {world_size}"}
 
 
-# Each check returns {recorded file: the command that produced it}. The snippets' GPU outputs
-# (A.1's CUDA line, the A.9.1-A.9.2 device outputs, Exercise A.4's GPU timing) go here as well.
-CHECKS = [check_ddp_with_nccl]
+def record_page_outputs():
+    """A.1's CUDA line, the A.9.1-A.9.2 device outputs and Exercise A.4's GPU timing, recorded by
+    running those pages on this machine (the pages then show them beside the CPU outputs)."""
+    written = record.write_gpu(record.record_gpu())
+    print("gpu-check: recorded the pages' GPU outputs into snippets/outputs/gpu/")
+    return {str(path.relative_to(ROOT)): "python -m tools.record --gpu" for path in written}
+
+
+# Each check returns {recorded file: the command that produced it}.
+CHECKS = [record_page_outputs, check_ddp_with_nccl]
 
 
 def main():

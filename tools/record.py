@@ -10,7 +10,9 @@ That single run gives everything that is stored:
 - snippets/outputs/MODULE/SECTION.txt, what each section printed (pages show it under the code);
 - snippets/outputs/recorded.json, where it was recorded and, for each cell of each page, a
   fingerprint of the code it ran after (the build refuses an output whose code has changed since);
-- docs/notebooks/*.ipynb, the pages' text and code with these outputs.
+- docs/notebooks/*.ipynb, the pages' text and code with these outputs;
+- scripts/outputs/*.txt, what the DDP scripts print on 2 CPU processes with Gloo (the DDP tests
+  compare their own launches with these).
 
 Lines that depend on the machine (a version, a timing, an unseeded weight) are declared in
 snippets/varying_outputs.toml; the check compares their shape, and re-recording keeps the stored
@@ -148,8 +150,69 @@ def in_parallel(function, items) -> list:
         except BaseException:
             pool.shutdown(wait=False, cancel_futures=True)
             for child in list(running):
-                child.kill()
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(child.pid, signal.SIGKILL) if os.getpgid(child.pid) == child.pid else child.kill()
             raise
+
+
+# ---------------------------------------------------------------------------------------------
+# The DDP scripts' runs
+
+SCRIPT_OUTPUTS = ROOT / "scripts" / "outputs"
+SCRIPT_TIME_LIMIT = 300  # seconds for one run; past it its process group is killed
+
+
+@dataclass(frozen=True)
+class ScriptRun:
+    """A recorded run: the command a reader types, the arguments after `python`, what is kept.
+    A run that trains is recorded from stdout, where the scripts print the same bytes on every run
+    (notes that change, such as where a snapshot is, go to stderr); a failing one from stderr."""
+
+    command: str
+    args: tuple
+    stream: str = "stdout"
+    status: int = 0  # the exit status the run must have
+
+
+SCRIPT_RUNS = {
+    "DDP-script.txt": ScriptRun("python scripts/DDP-script.py", ("scripts/DDP-script.py",)),
+    "DDP-script-torchrun.txt": ScriptRun(
+        "torchrun --standalone --nproc_per_node=2 scripts/DDP-script-torchrun.py",
+        ("-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "scripts/DDP-script-torchrun.py")),
+    "DDP-script-fault-stall.txt": ScriptRun(
+        "python scripts/DDP-script.py --fault stall --timeout 5",
+        ("scripts/DDP-script.py", "--fault", "stall", "--timeout", "5"), stream="stderr", status=1),
+}
+
+
+def ddp_environment(**extra) -> dict:
+    """The caller's environment on the CPU, without what would steer a DDP launch: the same
+    recording on every machine."""
+    steering = {"MASTER_ADDR", "MASTER_PORT", "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE",
+                "GROUP_RANK", "USE_LIBUV", "OMP_NUM_THREADS", "PYTHONPATH"}
+    env = {k: v for k, v in os.environ.items()
+           if k not in steering and not k.startswith(("TORCHELASTIC_", "TORCH_DISABLE_SHARE"))}
+    return {**env, "CUDA_VISIBLE_DEVICES": "", **extra}
+
+
+def run_script(name: str) -> str:
+    """What SCRIPT_RUNS[name] prints on its recorded stream; RecordingError if it ends otherwise."""
+    run = SCRIPT_RUNS[name]
+    child = subprocess.Popen([sys.executable, *run.args], cwd=ROOT, env=ddp_environment(), text=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    running.add(child)
+    try:
+        stdout, stderr = child.communicate(timeout=SCRIPT_TIME_LIMIT)
+    except subprocess.TimeoutExpired:
+        os.killpg(child.pid, signal.SIGKILL)
+        child.communicate()
+        raise RecordingError(f"`{run.command}` ran for more than {SCRIPT_TIME_LIMIT} s and was stopped.") from None
+    finally:
+        running.discard(child)
+    if child.returncode != run.status:
+        raise RecordingError(f"`{run.command}` exited with status {child.returncode}, not {run.status}. "
+                             f"Its standard error:\n{stderr}")
+    return stdout if run.stream == "stdout" else stderr
 
 
 # ---------------------------------------------------------------------------------------------
@@ -194,6 +257,7 @@ class Recording:
     manifest: dict = field(default_factory=dict)
     plots: dict[str, dict] = field(default_factory=dict)  # "module:section" -> {title, data, svg}
     notebooks: dict[str, str] = field(default_factory=dict)  # name -> file text
+    scripts: dict[str, str] | None = None  # scripts/outputs/NAME -> text; None: not run this time
     runs: dict[str, dict] = field(default_factory=dict)  # page -> run_page()
 
     def files(self) -> dict[Path, str]:
@@ -204,6 +268,7 @@ class Recording:
             files[output_path(key, ".svg")] = plot["svg"]
         files[MANIFEST] = json.dumps(self.manifest, indent=2, sort_keys=True) + "\n"
         files.update({NOTEBOOK_DIR / f"{name}.ipynb": text for name, text in self.notebooks.items()})
+        files.update({SCRIPT_OUTPUTS / name: text for name, text in (self.scripts or {}).items()})
         return files
 
 
@@ -212,12 +277,19 @@ def output_path(key: str, suffix: str) -> Path:
     return OUTPUTS / module / f"{section}{suffix}"
 
 
-def record() -> Recording:
-    """Run every chapter page once, and make what is stored from those runs."""
+def record(scripts: bool = True) -> Recording:
+    """Run every chapter page once (and the DDP scripts' recorded runs), and make what is stored."""
     chapter_pages = pages.chapter_pages()
     runs = dict(zip(chapter_pages, in_parallel(run_page, chapter_pages)))
     varying = varying_patterns()
     recording = Recording(runs=runs)
+    if scripts:
+        recording.scripts = dict(zip(SCRIPT_RUNS, in_parallel(run_script, SCRIPT_RUNS)))
+        for name, text in recording.scripts.items():  # a value that only changed keeps the stored one
+            stored = SCRIPT_OUTPUTS / name
+            patterns = varying.get(f"scripts:{Path(name).stem}", {}).get("lines", [])
+            if stored.exists() and compare_text(stored.read_text(), text, patterns, name) is None:
+                recording.scripts[name] = stored.read_text()
     recording.manifest = {"environment": next(iter(runs.values()))["environment"], "pages": {}}
     for page, run in runs.items():
         cells = run["cells"]
@@ -250,17 +322,18 @@ def _stored_output(key: str) -> str | None:
     return path.read_text() if path.exists() else None
 
 
-def stored_files() -> dict[Path, str]:
-    """What is committed now, in the places a recording writes."""
+def stored_files(scripts: bool = False) -> dict[Path, str]:
+    """What is committed now, in the places a recording writes (with `scripts`, the DDP runs' too)."""
     paths = [*OUTPUTS.glob("[!g]*/*.txt"), *OUTPUTS.glob("*/*.plot.json"), *OUTPUTS.glob("*/*.svg"), MANIFEST,
-             *NOTEBOOK_DIR.glob("*.ipynb")]
+             *NOTEBOOK_DIR.glob("*.ipynb"), *(SCRIPT_OUTPUTS.glob("*.txt") if scripts else [])]
     return {path: path.read_text() for path in paths if path.exists()}
 
 
 def drift(recording: Recording, stored: dict[Path, str] | None = None) -> list[str]:
     """Every difference between a fresh recording and what is committed, each a readable paragraph."""
     varying, problems = varying_patterns(), []
-    fresh, stored = recording.files(), stored_files() if stored is None else stored
+    fresh = recording.files()
+    stored = stored_files(recording.scripts is not None) if stored is None else stored
     for path in sorted(set(fresh) | set(stored)):
         name = path.relative_to(ROOT)
         if path not in fresh:
@@ -397,7 +470,7 @@ def signals_held():
 
 def write(recording: Recording) -> list[Path]:
     """Make the stored files what `recording` says; return the paths that changed."""
-    fresh, stored = recording.files(), stored_files()
+    fresh, stored = recording.files(), stored_files(recording.scripts is not None)
     changed = [path for path, text in fresh.items() if stored.get(path) != text]
     removed = [path for path in stored if path not in fresh]
     with signals_held():
@@ -472,7 +545,7 @@ def main() -> int:
         print("interrupted: nothing was written", file=sys.stderr)
         return 130 if isinstance(stop, KeyboardInterrupt) else stop.code
     changed = write(recording)
-    print(f"recorded {len(recording.runs)} pages: {len(changed)} file(s) changed"
+    print(f"recorded {len(recording.runs)} pages and {len(recording.scripts)} DDP runs: {len(changed)} file(s) changed"
           + "".join(f"\n  {path.relative_to(ROOT)}" for path in changed))
     return 0
 
