@@ -536,11 +536,13 @@ INSPECT_PHONE = r"""
   const snippet = text => JSON.stringify(text.trim().replace(/\s+/g, " ").slice(0, 50));
   const page = document.documentElement;
 
-  // No sideways scroll: name what sticks out of the window.
+  // No sideways scroll: name the innermost element that sticks out of the window.
   if (page.scrollWidth > page.clientWidth) {
-    const wide = [...content.querySelectorAll("*")].filter(el => el.getBoundingClientRect().right > page.clientWidth + 1)
-      .map(el => `<${el.tagName.toLowerCase()} class="${el.className}"> ${snippet(el.textContent)}`);
-    problems.push(`the page scrolls sideways (${page.scrollWidth} px in a ${page.clientWidth} px window): ${wide[0] || "?"}`);
+    const out = el => el.getBoundingClientRect().right > page.clientWidth + 1;
+    const culprit = [...document.body.querySelectorAll("*:not(svg *)")].find(el => out(el) && ![...el.children].some(out));
+    const name = culprit ? `<${culprit.tagName.toLowerCase()} class="${culprit.getAttribute("class") || ""}"> ` +
+      snippet(culprit.textContent) : "?";
+    problems.push(`the page scrolls sideways (${page.scrollWidth} px in a ${page.clientWidth} px window): ${name}`);
   }
 
   // Code blocks, notebook cells included, keep most of the column.
@@ -643,16 +645,6 @@ def test_search_finds_api_names_on_their_pages(tab, recorder, query, expected):
 # ---------------------------------------------------------------------------
 # Published: the sitemap, and the 404 page of a site under a sub-path (a GitHub project site).
 
-def test_sitemap_lists_every_page(built_site):
-    if not CONFIG.get("site_url"):
-        pytest.fail("mkdocs.yml sets no site_url, so sitemap.xml lists no page", pytrace=False)
-    site_url = CONFIG["site_url"].rstrip("/") + "/"
-    listed = set(re.findall(r"<loc>([^<]+)</loc>", (built_site / "sitemap.xml").read_text()))
-    missing = [source for source, url in PAGES if site_url + url not in listed]
-    assert not missing, (f"sitemap.xml (site_url {site_url}) does not list the pages of {missing}; "
-                         f"it lists {sorted(listed)}")
-
-
 SUB_PATH = "project"
 
 
@@ -671,21 +663,58 @@ class _PagesHandler(_QuietHandler):
         self.wfile.write(body)
 
 
+# As the Pages workflow builds it: a project site under a sub-path. The 404 page's links are
+# absolute paths (/project/...), so the site works when served under /project/ on any host.
+PUBLISHED = {"SITE_URL": f"https://example.github.io/{SUB_PATH}/",
+             "REPO_URL": "https://github.com/example/appendix-a", "EDIT_URI": "edit/main/docs/"}
+
+
 @pytest.fixture(scope="session")
-def sub_path_site(chromium, tmp_path_factory):
-    """The site built for, and served at, http://127.0.0.1:PORT/project/."""
+def published_site(tmp_path_factory) -> Path:
+    """A folder holding project/, the site built with the Pages workflow's environment."""
     root = tmp_path_factory.mktemp("pages")
-    server = http.server.ThreadingHTTPServer((HOST, 0), functools.partial(_PagesHandler, directory=root))
-    base = f"http://{HOST}:{server.server_address[1]}/{SUB_PATH}/"
     with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("SITE_URL", base)
+        for name, value in PUBLISHED.items():
+            patch.setenv(name, value)
         result = mkdocs_build(MKDOCS_YML, root / SUB_PATH)
-    assert result.returncode == 0, f"mkdocs build --strict with SITE_URL={base} failed:\n{result.stderr}"
+    assert result.returncode == 0, f"mkdocs build --strict with {PUBLISHED} failed:\n{result.stderr}"
+    return root
+
+
+@pytest.fixture(scope="session")
+def sub_path_site(chromium, published_site):
+    """The published site served under /project/; a missing page gets its 404.html, as on GitHub Pages."""
+    server = http.server.ThreadingHTTPServer((HOST, 0), functools.partial(_PagesHandler, directory=published_site))
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
-    yield base
+    yield f"http://{HOST}:{server.server_address[1]}/{SUB_PATH}/"
     server.shutdown()
     server.server_close()
+
+
+def test_sitemap_lists_every_page(published_site):
+    site_url = PUBLISHED["SITE_URL"]
+    listed = set(re.findall(r"<loc>([^<]+)</loc>", (published_site / SUB_PATH / "sitemap.xml").read_text()))
+    missing = [source for source, url in PAGES if site_url + url not in listed]
+    assert not missing, (f"sitemap.xml of a build with SITE_URL={site_url} does not list the pages of "
+                         f"{missing}; it lists {sorted(listed) or 'nothing'} (is site_url read from SITE_URL?)")
+
+
+def test_edit_links_only_where_the_page_source_is_in_the_repository(built_site, published_site):
+    """A published page links to its own Markdown source; a generated notebook page, and a local build, to none."""
+    edit_link = re.compile(r'<a href="([^"]*)"[^>]*rel="edit"')
+    problems = []
+    for source, url in PAGES:
+        page = (url or "") + "index.html"
+        links = edit_link.findall((published_site / SUB_PATH / page).read_text())
+        if source.endswith(".ipynb"):
+            if links:
+                problems.append(f"{url}: a generated notebook page offers an edit link to {links[0]}")
+        elif links != [f"{PUBLISHED['REPO_URL']}/{PUBLISHED['EDIT_URI']}{source}"]:
+            problems.append(f"{url or 'index'}: edit link {links or 'missing'}, expected one to docs/{source}")
+        if local := edit_link.findall((built_site / page).read_text()):
+            problems.append(f"{url or 'index'}: a local build links to {local[0]}, which is not this repository")
+    assert not problems, "\n".join(problems)
 
 
 def test_404_page_under_a_sub_path_has_search_and_the_contents(browser, sub_path_site):
