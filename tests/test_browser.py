@@ -734,9 +734,9 @@ def test_404_page_under_a_sub_path_has_search_and_the_contents(browser, sub_path
         # Styled: Material's stylesheet applied (an unstyled page shows its header as a plain block).
         if tab.locator("header.md-header").evaluate("h => getComputedStyle(h).position") != "sticky":
             problems.append("the 404 page is unstyled: Material's stylesheet did not load")
-        # The way back: a link to the home page and one to every page of the nav.
-        links = set(tab.locator(".md-content a").evaluate_all("links => links.map(a => a.href)"))
-        problems += [f"the 404 page has no link to {sub_path_site}{url}" for _, url in PAGES
+        # The way back: contents that link to every page of the nav, the home page included.
+        links = set(tab.locator(".md-content li a").evaluate_all("links => links.map(a => a.href)"))
+        problems += [f"the contents on the 404 page have no link to {sub_path_site}{url}" for _, url in PAGES
                      if f"{sub_path_site}{url}" not in links]
         # Search: its button opens the search, which finds a page under the sub-path.
         tab.locator(".md-content [data-search-button]").click()
