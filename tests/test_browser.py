@@ -730,7 +730,7 @@ def test_404_page_under_a_sub_path_has_search_and_the_contents(browser, sub_path
     try:
         response = tab.goto(missing, wait_until="networkidle")
         assert response.status == 404, f"{missing} answered {response.status}, not 404"
-        problems = [p for p in recorder.problems() if p != f"bad response: 404 {missing}"]
+        problems = []
         # Styled: Material's stylesheet applied (an unstyled page shows its header as a plain block).
         if tab.locator("header.md-header").evaluate("h => getComputedStyle(h).position") != "sticky":
             problems.append("the 404 page is unstyled: Material's stylesheet did not load")
@@ -748,6 +748,12 @@ def test_404_page_under_a_sub_path_has_search_and_the_contents(browser, sub_path
             "links => links.map(a => a.href)")
         if not any(href.startswith(f"{sub_path_site}a8-saving-and-loading-models/") for href in found):
             problems.append(f"search on the 404 page does not find the A.8 page under {sub_path_site}: {found}")
+        # And a link of the contents leads to its page (through Material's instant navigation).
+        tab.keyboard.press("Escape")
+        tab.locator(".md-content li a[href$='/a8-saving-and-loading-models/']").click()
+        expect(tab).to_have_url(f"{sub_path_site}a8-saving-and-loading-models/")
+        expect(tab.locator(".md-content h1")).to_contain_text("A.8")
+        problems += [p for p in settled_problems(tab, recorder) if p != f"bad response: 404 {missing}"]
         assert not problems, f"404 page at {missing}:\n  " + "\n  ".join(problems)
     finally:
         context.close()
