@@ -730,10 +730,12 @@ def test_404_page_under_a_sub_path_has_search_and_the_contents(browser, sub_path
     try:
         response = tab.goto(missing, wait_until="networkidle")
         assert response.status == 404, f"{missing} answered {response.status}, not 404"
-        problems = []
-        # Styled: Material's stylesheet applied (an unstyled page shows its header as a plain block).
+        # Styled: Material's stylesheet applied (an unstyled page shows its header as a plain block),
+        # which fails together with its scripts when the page asks for them at the domain's root.
         if tab.locator("header.md-header").evaluate("h => getComputedStyle(h).position") != "sticky":
-            problems.append("the 404 page is unstyled: Material's stylesheet did not load")
+            pytest.fail(f"the 404 page at {missing} is unstyled, its assets did not load: "
+                        f"{recorder.problems()} (is site_url read from SITE_URL?)", pytrace=False)
+        problems = []
         # The way back: contents that link to every page of the nav, the home page included.
         links = set(tab.locator(".md-content li a").evaluate_all("links => links.map(a => a.href)"))
         problems += [f"the contents on the 404 page have no link to {sub_path_site}{url}" for _, url in PAGES
