@@ -552,8 +552,8 @@ INSPECT_PHONE = r"""
       `${Math.round(width)} px wide in a ${column} px column (less than ${minShare * 100}%)`);
   });
 
-  // Output wraps: recorded Output blocks and notebook outputs never scroll sideways.
-  content.querySelectorAll(".output pre > code, .jp-OutputArea-output pre").forEach((out, i) => {
+  // Output wraps: recorded output (text blocks) and notebook outputs never scroll sideways.
+  content.querySelectorAll(".language-text pre > code, .jp-OutputArea-output pre").forEach((out, i) => {
     if (shown(out) && out.scrollWidth > out.clientWidth + 1) problems.push(`output ${snippet(out.textContent)} ` +
       `does not wrap: ${out.scrollWidth} px of text in ${out.clientWidth} px`);
   });

@@ -76,7 +76,7 @@ def _output_block(match):
         env = json.loads(RECORDED_ON.read_text())
         title += f" (recorded with torch {env['torch']} on {env['device']}; {'; '.join(reasons)})"
     lines = "".join(f'{indent}--8<-- "snippets/outputs/{m}/{sec}.txt"\n' for m, sec in printed)
-    return f'{match[0]}\n\n{indent}``` {{.text .output title="{title}"}}\n{lines}{indent}```'
+    return f'{match[0]}\n\n{indent}```text title="{title}"\n{lines}{indent}```'
 
 
 def _download_box(page):
