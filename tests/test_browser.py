@@ -14,11 +14,15 @@ At a phone's width (390 px) every page must also read without a sideways scroll:
 least 8 px high, output lines wrap, and identifiers in tables break only after a dot, an
 underscore or a slash.
 
-Search finds the pages of the API names readers type, and its previews show no whole script;
-the sitemap lists every page; the 404 page works when the site lives under a sub-path; the
-palette toggle switches to dark and back.
-A full-page screenshot of every page, and of each diagram in light and dark, is saved
-to $BROWSER_SCREENSHOTS (or a temporary folder); the summary at the end says where.
+Search finds the pages of the API names readers type, and its previews show no whole script.
+Built as the Pages workflow builds it, the site lists every page in its sitemap, links each
+page to its source for editing (a generated notebook page to none), and serves a 404 page
+that works under a project's sub-path, with search and the contents. The palette toggle
+switches to dark and back.
+
+A full-page screenshot of every page (at 1280 px and at 390 px), and of each diagram in light
+and dark, is saved to $BROWSER_SCREENSHOTS (or a temporary folder); the summary at the end
+says where.
 
 The browser is the system Chromium (`apt-get install -y chromium`, or
 .ci/install-browser.sh); `playwright install` is never needed.
@@ -553,7 +557,7 @@ INSPECT_PHONE = r"""
   });
 
   // Output wraps: recorded output (text blocks) and notebook outputs never scroll sideways.
-  content.querySelectorAll(".language-text pre > code, .jp-OutputArea-output pre").forEach((out, i) => {
+  content.querySelectorAll(".language-text pre > code, .jp-OutputArea-output pre").forEach(out => {
     if (shown(out) && out.scrollWidth > out.clientWidth + 1) problems.push(`output ${snippet(out.textContent)} ` +
       `does not wrap: ${out.scrollWidth} px of text in ${out.clientWidth} px`);
   });
