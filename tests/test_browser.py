@@ -9,9 +9,20 @@ Every page in the nav of mkdocs.yml is opened from a local server, and must:
   give every image and every diagram an accessible name, and show no raw LaTeX;
 - on a notebook page, show the outputs stored in the notebook.
 
-Search finds the multi-GPU page, and the palette toggle switches to dark and back.
-A full-page screenshot of every page, and of each diagram in light and dark, is saved
-to $BROWSER_SCREENSHOTS (or a temporary folder); the summary at the end says where.
+At a phone's width (390 px) every page must also read without a sideways scroll: code blocks
+(notebook cells included) keep at least three quarters of the text column, diagram text is at
+least 8 px high, output lines wrap, and identifiers in tables break only after a dot, an
+underscore or a slash.
+
+Search finds the pages of the API names readers type, and its previews show no whole script.
+Built as the Pages workflow builds it, the site lists every page in its sitemap, links each
+page to its source for editing (a generated notebook page to none), and serves a 404 page
+that works under a project's sub-path, with search and the contents. The palette toggle
+switches to dark and back.
+
+A full-page screenshot of every page (at 1280 px and at 390 px), and of each diagram in light
+and dark, is saved to $BROWSER_SCREENSHOTS (or a temporary folder); the summary at the end
+says where.
 
 The browser is the system Chromium (`apt-get install -y chromium`, or
 .ci/install-browser.sh); `playwright install` is never needed.
@@ -31,6 +42,8 @@ from urllib.parse import urlsplit
 
 import pytest
 from mkdocs.utils.yaml import yaml_load
+
+from conftest import mkdocs_build
 
 try:
     from playwright.sync_api import Error as PlaywrightError
@@ -492,3 +505,261 @@ def test_palette_toggle_switches_to_dark_and_back(tab, recorder):
     expect(body).to_have_attribute("data-md-color-scheme", "default")
     problems += settled_problems(tab, recorder)
     assert not problems, "\n".join(problems)
+
+
+# ---------------------------------------------------------------------------
+# A phone: 390 px wide.
+
+PHONE_WIDTH = 390
+MIN_TEXT_PX = 8  # diagram text smaller than this is unreadable on a phone
+MIN_CODE_SHARE = 0.75  # of the text column, for every code block
+BREAKS_AFTER = "._/-"  # where a table's identifier may wrap (the browser breaks after a hyphen too)
+
+
+@pytest.fixture(scope="session")
+def phone_tab(browser, site_url, recorder):
+    context = browser.new_context(viewport={"width": PHONE_WIDTH, "height": 844}, color_scheme="light",
+                                  base_url=site_url, service_workers="block")
+    context.set_default_timeout(15_000)
+    context.route("**/*", recorder.route)
+    page = context.new_page()
+    page.on("response", recorder.on_response)
+    page.on("requestfailed", recorder.on_request_failed)
+    page.on("console", recorder.on_console)
+    page.on("pageerror", recorder.on_page_error)
+    yield page
+    context.close()
+
+
+INSPECT_PHONE = r"""
+([minText, minShare, breaksAfter]) => {
+  const problems = [];
+  const content = document.querySelector(".md-content article") || document.querySelector(".md-content");
+  const column = content.clientWidth;
+  const shown = el => el.checkVisibility() && el.getBoundingClientRect().width > 0;
+  const snippet = text => JSON.stringify(text.trim().replace(/\s+/g, " ").slice(0, 50));
+  const page = document.documentElement;
+
+  // No sideways scroll: name the innermost element that sticks out of the window.
+  if (page.scrollWidth > page.clientWidth) {
+    const out = el => el.getBoundingClientRect().right > page.clientWidth + 1;
+    const culprit = [...document.body.querySelectorAll("*:not(svg *)")].find(el => out(el) && ![...el.children].some(out));
+    const name = culprit ? `<${culprit.tagName.toLowerCase()} class="${culprit.getAttribute("class") || ""}"> ` +
+      snippet(culprit.textContent) : "?";
+    problems.push(`the page scrolls sideways (${page.scrollWidth} px in a ${page.clientWidth} px window): ${name}`);
+  }
+
+  // Code blocks, notebook cells included, keep most of the column.
+  [...content.querySelectorAll("pre")].filter(shown).forEach((pre, i) => {
+    const width = pre.getBoundingClientRect().width;
+    if (width < minShare * column) problems.push(`code block ${i + 1} ${snippet(pre.textContent)} is ` +
+      `${Math.round(width)} px wide in a ${column} px column (less than ${minShare * 100}%)`);
+  });
+
+  // Output wraps: recorded output (text blocks) and notebook outputs never scroll sideways.
+  content.querySelectorAll(".language-text pre > code, .jp-OutputArea-output pre").forEach(out => {
+    if (shown(out) && out.scrollWidth > out.clientWidth + 1) problems.push(`output ${snippet(out.textContent)} ` +
+      `does not wrap: ${out.scrollWidth} px of text in ${out.clientWidth} px`);
+  });
+
+  // Diagram text, as rendered: font size times the SVG's scale on screen.
+  content.querySelectorAll("figure.diagram svg").forEach((svg, i) => {
+    const scale = svg.getScreenCTM()?.a || 0;
+    const small = [...svg.querySelectorAll("text")].map(t => [t, parseFloat(getComputedStyle(t).fontSize) * scale])
+      .filter(([, px]) => px < minText);
+    if (small.length) problems.push(`diagram ${i + 1}: ${small.length} labels under ${minText} px, e.g. ` +
+      `${snippet(small[0][0].textContent)} at ${small[0][1].toFixed(1)} px`);
+  });
+
+  // Identifiers in tables wrap only after a dot, an underscore, a slash or a hyphen.
+  content.querySelectorAll("table code").forEach(code => {
+    const range = document.createRange();
+    let previous = null, top = null;
+    const walker = document.createTreeWalker(code, NodeFilter.SHOW_TEXT);
+    for (let node; (node = walker.nextNode());) {
+      for (let k = 0; k < node.length; k++) {
+        range.setStart(node, k); range.setEnd(node, k + 1);
+        const rect = range.getBoundingClientRect();
+        if (top !== null && rect.top > top + 2 && !breaksAfter.includes(previous))
+          problems.push(`table cell: ${snippet(code.textContent)} wraps in the middle of a word, after "${previous}"`);
+        top = rect.top; previous = node.data[k];
+      }
+    }
+  });
+  return problems;
+}
+"""
+
+
+@pytest.mark.parametrize(("source", "url"), PAGES, ids=[url or "index" for _, url in PAGES])
+def test_page_reads_on_a_phone(phone_tab, recorder, screenshots, source, url):
+    recorder.reset()
+    problems = open_page(phone_tab, url)
+    problems += phone_tab.evaluate(INSPECT_PHONE, [MIN_TEXT_PX, MIN_CODE_SHARE, BREAKS_AFTER])
+    phone_tab.screenshot(path=screenshots / f"{screenshot_name(url)}--phone.png", full_page=True, animations="disabled")
+    problems += settled_problems(phone_tab, recorder)
+    assert not problems, f"{url or 'index'} at {PHONE_WIDTH} px ({phone_tab.url}):\n  " + "\n  ".join(problems)
+
+
+# ---------------------------------------------------------------------------
+# Search for the names readers type.
+
+def search(tab, query: str) -> list[str]:
+    """Type `query` into the search of the page open in `tab`; the result links (empty: nothing found)."""
+    tab.keyboard.press("/")  # Material's shortcut; clicking the search field does the same
+    field_ = tab.locator("input.md-search__input")
+    if not field_.evaluate("el => el === document.activeElement"):
+        tab.locator("label.md-search__icon").first.click()
+    field_.fill("")
+    field_.press_sequentially(query)  # Material reads the query on keyup, so type it
+    tab.wait_for_function(SEARCH_DONE, timeout=10_000)
+    return tab.locator(".md-search-result__item a.md-search-result__link").evaluate_all(
+        "links => links.map(a => a.getAttribute('href'))")
+
+
+MAX_PREVIEW_CODE_LINES = 80  # a longer block in a preview is a whole script (150+ lines), not a section
+API_NAMES = {  # what a reader types: the page that explains it
+    "zero_grad": "a7-typical-training-loop",
+    "manual_seed": "a5-multilayer-neural-networks",
+    "from_numpy": "a2-understanding-tensors",
+    "state_dict": "a8-saving-and-loading-models",
+    "set_epoch": MULTI_GPU_PAGE,
+}
+
+
+@pytest.mark.parametrize(("query", "expected"), API_NAMES.items(), ids=API_NAMES)
+def test_search_finds_api_names_on_their_pages(tab, recorder, query, expected):
+    problems = open_page(tab, "")
+    found = search(tab, query)
+    if not found:
+        meta = tab.locator(".md-search-result__meta").inner_text()
+        pytest.fail(f"searching for {query} shows no result (the search says {meta!r})", pytrace=False)
+    pages = [href.split("?")[0].split("#")[0] for href in found]
+    assert any(expected in page for page in pages), (
+        f"searching for {query} does not find the {expected} page; it finds: {list(dict.fromkeys(pages))}")
+    long_code = tab.locator(".md-search-result__article pre").evaluate_all(
+        f"pres => pres.map(p => [p.closest('a').getAttribute('href'), p.textContent.split('\\n').length])"
+        f".filter(([, n]) => n > {MAX_PREVIEW_CODE_LINES})")
+    problems += [f"the search preview of {href} for {query} shows {lines} lines of code, not prose"
+                 for href, lines in long_code]
+    problems += settled_problems(tab, recorder)
+    assert not problems, "\n".join(problems)
+
+
+# ---------------------------------------------------------------------------
+# Published: the sitemap, and the 404 page of a site under a sub-path (a GitHub project site).
+
+SUB_PATH = "project"
+
+
+class _PagesHandler(_QuietHandler):
+    """Like GitHub Pages: an unknown address gets the site's 404.html, with status 404."""
+
+    def send_error(self, code, message=None, explain=None):
+        page = Path(self.directory) / SUB_PATH / "404.html"
+        if code != 404 or not page.exists():
+            return super().send_error(code, message, explain)
+        body = page.read_bytes()
+        self.send_response(404)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+# As the Pages workflow builds it: a project site under a sub-path. The 404 page's links are
+# absolute paths (/project/...), so the site works when served under /project/ on any host.
+PUBLISHED = {"SITE_URL": f"https://example.github.io/{SUB_PATH}/",
+             "REPO_URL": "https://github.com/example/appendix-a", "EDIT_URI": "edit/main/docs/"}
+
+
+@pytest.fixture(scope="session")
+def published_site(tmp_path_factory) -> Path:
+    """A folder holding project/, the site built with the Pages workflow's environment."""
+    root = tmp_path_factory.mktemp("pages")
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in PUBLISHED.items():
+            patch.setenv(name, value)
+        result = mkdocs_build(MKDOCS_YML, root / SUB_PATH)
+    assert result.returncode == 0, f"mkdocs build --strict with {PUBLISHED} failed:\n{result.stderr}"
+    return root
+
+
+@pytest.fixture(scope="session")
+def sub_path_site(chromium, published_site):
+    """The published site served under /project/; a missing page gets its 404.html, as on GitHub Pages."""
+    server = http.server.ThreadingHTTPServer((HOST, 0), functools.partial(_PagesHandler, directory=published_site))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://{HOST}:{server.server_address[1]}/{SUB_PATH}/"
+    server.shutdown()
+    server.server_close()
+
+
+def test_sitemap_lists_every_page(published_site):
+    site_url = PUBLISHED["SITE_URL"]
+    listed = set(re.findall(r"<loc>([^<]+)</loc>", (published_site / SUB_PATH / "sitemap.xml").read_text()))
+    missing = [source for source, url in PAGES if site_url + url not in listed]
+    assert not missing, (f"sitemap.xml of a build with SITE_URL={site_url} does not list the pages of "
+                         f"{missing}; it lists {sorted(listed) or 'nothing'} (is site_url read from SITE_URL?)")
+
+
+def test_edit_links_only_where_the_page_source_is_in_the_repository(built_site, published_site):
+    """A published page links to its own Markdown source; a generated notebook page, and a local build, to none."""
+    edit_link = re.compile(r'<a href="([^"]*)"[^>]*rel="edit"')
+    problems = []
+    for source, url in PAGES:
+        page = (url or "") + "index.html"
+        links = edit_link.findall((published_site / SUB_PATH / page).read_text())
+        if source.endswith(".ipynb"):
+            if links:
+                problems.append(f"{url}: a generated notebook page offers an edit link to {links[0]}")
+        elif links != [f"{PUBLISHED['REPO_URL']}/{PUBLISHED['EDIT_URI']}{source}"]:
+            problems.append(f"{url or 'index'}: edit link {links or 'missing'}, expected one to docs/{source}")
+        if local := edit_link.findall((built_site / page).read_text()):
+            problems.append(f"{url or 'index'}: a local build links to {local[0]}, which is not this repository")
+    assert not problems, "\n".join(problems)
+
+
+def test_404_page_under_a_sub_path_has_search_and_the_contents(browser, sub_path_site):
+    recorder = Recorder()
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, service_workers="block")
+    context.set_default_timeout(15_000)
+    context.route("**/*", recorder.route)
+    tab = context.new_page()
+    tab.on("response", recorder.on_response)
+    tab.on("requestfailed", recorder.on_request_failed)
+    tab.on("pageerror", recorder.on_page_error)
+    missing = f"{sub_path_site}no/such/page/"
+    try:
+        response = tab.goto(missing, wait_until="networkidle")
+        assert response.status == 404, f"{missing} answered {response.status}, not 404"
+        # Styled: Material's stylesheet applied (an unstyled page shows its header as a plain block),
+        # which fails together with its scripts when the page asks for them at the domain's root.
+        if tab.locator("header.md-header").evaluate("h => getComputedStyle(h).position") != "sticky":
+            pytest.fail(f"the 404 page at {missing} is unstyled, its assets did not load: "
+                        f"{recorder.problems()} (is site_url read from SITE_URL?)", pytrace=False)
+        problems = []
+        # The way back: contents that link to every page of the nav, the home page included.
+        links = set(tab.locator(".md-content li a").evaluate_all("links => links.map(a => a.href)"))
+        problems += [f"the contents on the 404 page have no link to {sub_path_site}{url}" for _, url in PAGES
+                     if f"{sub_path_site}{url}" not in links]
+        # Search: its button opens the search, which finds a page under the sub-path.
+        tab.locator(".md-content [data-search-button]").click()
+        search_field = tab.locator("input.md-search__input")
+        expect(search_field).to_be_focused()
+        search_field.press_sequentially("state_dict")
+        tab.wait_for_function(SEARCH_DONE, timeout=10_000)
+        found = tab.locator(".md-search-result__item a.md-search-result__link").evaluate_all(
+            "links => links.map(a => a.href)")
+        if not any(href.startswith(f"{sub_path_site}a8-saving-and-loading-models/") for href in found):
+            problems.append(f"search on the 404 page does not find the A.8 page under {sub_path_site}: {found}")
+        # And a link of the contents leads to its page (through Material's instant navigation).
+        tab.keyboard.press("Escape")
+        tab.locator(".md-content li a[href$='/a8-saving-and-loading-models/']").click()
+        expect(tab).to_have_url(f"{sub_path_site}a8-saving-and-loading-models/")
+        expect(tab.locator(".md-content h1")).to_contain_text("A.8")
+        problems += [p for p in settled_problems(tab, recorder) if p != f"bad response: 404 {missing}"]
+        assert not problems, f"404 page at {missing}:\n  " + "\n  ".join(problems)
+    finally:
+        context.close()

@@ -169,7 +169,7 @@ def _colab(config, notebook: str) -> str | None:
     repo = urlsplit(config.repo_url or "")
     if repo.netloc != "github.com":
         return None
-    branch = (config.edit_uri or "edit/main/").strip("/").split("/")[1]
+    branch = match[1] if (match := re.search(r"(?:edit|blob)/([^/]+)/", config.edit_uri or "")) else "main"
     return (f"https://colab.research.google.com/github{repo.path.rstrip('/')}/blob/{branch}/docs/"
             f"notebooks/{notebook}.ipynb")
 
