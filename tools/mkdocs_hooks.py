@@ -35,7 +35,7 @@ from tools.record import MANIFEST, varying_patterns  # noqa: E402
 from tools.sections import OUTPUTS, ROOT, section_code  # noqa: E402
 
 log = logging.getLogger("mkdocs.hooks")
-DOWNLOADS = ["scripts/*.py", "scripts/*.sbatch", "snippets/appendix_a.py", "snippets/ddp_common.py"]  # MERGE-TODO
+DOWNLOADS = ["scripts/*.py", "scripts/*.sbatch"]
 SERVING = "APPENDIX_A_SERVING"  # set by on_startup; an environment variable outlives the reloads of this file
 
 # A python fence whose body is one or more snippet-section includes, at any indentation.
