@@ -92,7 +92,7 @@ def test_math_is_rendered_to_mathml_at_build_time(built_site):
 def _site_copy(tmp_path: Path) -> Path:
     """A copy of everything the build reads, to break on purpose without touching the repository."""
     copy = tmp_path / "repo"
-    for name in ["docs", "snippets", "scripts", "tools", "overrides"]:
+    for name in ["docs", "snippets", "scripts", "tools", "overrides", "measured"]:
         shutil.copytree(ROOT / name, copy / name, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "mkdocs.yml", copy / "mkdocs.yml")
     return copy
