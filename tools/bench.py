@@ -50,8 +50,8 @@ def side_by_side(fns, repeats):
     return {name: statistics.median(values) for name, values in samples.items()}
 
 
-def run(command, **kwargs):
-    subprocess.run(command, cwd=ROOT, check=True, capture_output=True, **kwargs)
+def run(command):
+    subprocess.run(command, cwd=ROOT, check=True, capture_output=True)
 
 
 def write_plain_config(path):
