@@ -50,8 +50,8 @@ def side_by_side(fns, repeats):
     return {name: statistics.median(values) for name, values in samples.items()}
 
 
-def run(command, **kwargs):
-    subprocess.run(command, cwd=ROOT, check=True, capture_output=True, **kwargs)
+def run(command):
+    subprocess.run(command, cwd=ROOT, check=True, capture_output=True)
 
 
 def write_plain_config(path):
@@ -295,7 +295,7 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help=f"only {', '.join(QUICK)}; medians of 3")
     parser.add_argument("--only", choices=SECTIONS, nargs="+", metavar="SECTION",
                         help=f"measure only these sections, of: {' '.join(SECTIONS)}")
-    parser.add_argument("--out", type=Path, default=ROOT,
+    parser.add_argument("--out", type=lambda path: Path(path).resolve(), default=ROOT,
                         help="write measured/ and README.md under this folder (default: the repository)")
     args = parser.parse_args(argv)
     sections = args.only or (QUICK if args.quick else SECTIONS)
