@@ -20,6 +20,7 @@ from torch.distributed import destroy_process_group, init_process_group
 from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data import DataLoader, Dataset, Subset
 from torch.utils.data.distributed import DistributedSampler
+
 # --8<-- [end:imports]
 
 
@@ -311,7 +312,7 @@ def inject_fault(args, rank, epoch, batch_idx):
     """--fault: in epoch 2, after its first batch, rank --fault-rank fails on purpose."""
     if args.fault is None or (rank, epoch, batch_idx) != (args.fault_rank, 1, 0):
         return
-    if int(os.environ.get("TORCHELASTIC_RESTART_COUNT", 0)) > 0:  # NEW: so that a restart recovers
+    if int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")) > 0:  # NEW: so that a restart recovers
         return
     print(f"[rank {rank}] --fault {args.fault}: this rank fails now, in epoch 2 after batch 1",
           file=sys.stderr, flush=True)
@@ -377,9 +378,9 @@ def check_path(parser, option, path):
 # --8<-- [start:launcher]
 if __name__ == "__main__":
     # NEW: torchrun tells every process who it is; plain `python` makes a group of one.
-    rank = int(os.environ.get("RANK", 0))  # global rank, unique across all machines
-    local_rank = int(os.environ.get("LOCAL_RANK", 0))  # rank on this machine: its GPU
-    world_size = int(os.environ.get("WORLD_SIZE", 1))  # processes on all machines
+    rank = int(os.environ.get("RANK", "0"))  # global rank, unique across all machines
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))  # rank on this machine: its GPU
+    world_size = int(os.environ.get("WORLD_SIZE", "1"))  # processes on all machines
 
     args, parser = parse_args(world_size, local_rank)  # a bad value: exit, say why
     if "TORCHELASTIC_RUN_ID" in os.environ:  # NEW: end with torchrun's agent, not at --timeout

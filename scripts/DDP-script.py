@@ -23,6 +23,7 @@ from torch.distributed import destroy_process_group, init_process_group
 from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data import DataLoader, Dataset, Subset
 from torch.utils.data.distributed import DistributedSampler
+
 # --8<-- [end:imports]
 
 
@@ -302,7 +303,7 @@ def set_master_address(parser, check_port=True):
     with socket.socket() as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as PyTorch's store does
         try:
-            s.bind(("", int(os.environ.get("MASTER_PORT", 0)) if check_port else 0))
+            s.bind(("", int(os.environ.get("MASTER_PORT", "0")) if check_port else 0))
         except (ValueError, OverflowError, OSError):
             parser.error(f"MASTER_PORT={os.environ['MASTER_PORT']} is in use or not a port number; "
                          "choose a free port (1 to 65535), or unset MASTER_PORT to get one.")

@@ -69,13 +69,14 @@ def jobs(tmp_path_factory):
     spawn_folder, spawn_env = alone(tmp, "DDP-script.py")
     torchrun_folder, torchrun_env = alone(tmp, "DDP-script-torchrun.py")
     launches = {
-        **{f"world size {n}": lambda n=n: run_job([SPAWN, "--world-size", n]) for n in (8, 5)},
+        # Eight processes each import torch: on a busy 2-core machine that alone can take minutes.
+        **{f"world size {n}": lambda n=n: run_job([SPAWN, "--world-size", n], timeout=300) for n in (8, 5)},
         "two nodes, USE_LIBUV=0": lambda: two_nodes(tmp, environment(USE_LIBUV="0")),
         "torchrun": lambda: run_job([*TORCHRUN_2, "DDP-script-torchrun.py", "--save", tmp / "torchrun.pt"],
                                     env=torchrun_env, cwd=torchrun_folder, tmpdir=tmp / "torchrun-tmpdir"),
         "spawn": lambda: run_job(["DDP-script.py", "--save", tmp / "spawn.pt"],
                                  env={**spawn_env, "USE_LIBUV": "0"}, cwd=spawn_folder),
-        **{f"world size {n}": lambda n=n: run_job([SPAWN, "--world-size", n]) for n in (4, 3, 1)},
+        **{f"world size {n}": lambda n=n: run_job([SPAWN, "--world-size", n], timeout=300) for n in (4, 3, 1)},
         "spawn without destroy": lambda: without_destroy(tmp, "DDP-script.py", []),
         "torchrun without destroy": lambda: without_destroy(tmp, "DDP-script-torchrun.py", []),
     }
