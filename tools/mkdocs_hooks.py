@@ -12,6 +12,7 @@
 """
 
 import hashlib
+import html
 import json
 import logging
 import os
@@ -228,9 +229,15 @@ def _read_along(page, config) -> str:
             f"<p>The text and cells below are those of {links}, where each one is explained.{colab}</p></div>\n")
 
 
+# Display math in a notebook's text cells, which Jupyter and Colab render with MathJax; the site
+# renders it to MathML here, as on the chapter pages, so it needs no script and no network.
+NOTEBOOK_MATH = re.compile(r"\$\$(.+?)\$\$", re.S)
+
+
 def on_post_page(output, page, config):
     if not page.file.src_uri.endswith(".ipynb"):
         return output
+    output = NOTEBOOK_MATH.sub(lambda m: math_block(html.unescape(m[1]), "math", "math", {}, None), output)
     # Under the notebook's title, the first heading inside the notebook.
     title_end = output.find("</h1>", output.find('<div class="jupyter-wrapper">')) + len("</h1>")
     output = output[:title_end] + _read_along(page, config) + output[title_end:]

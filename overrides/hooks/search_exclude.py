@@ -3,6 +3,8 @@
 - A page that embeds a whole script (scripts/DDP-script.py) would otherwise answer every search
   for a name in it with a preview of 200 lines of code. The names stay findable: the sections
   that explain them are indexed, prose and code.
+- A page that builds on earlier ones opens with their code again, collapsed ("Code from earlier
+  sections"): indexed, every search would preview that code instead of the page's own text.
 - A notebook page repeats each cell's code in a hidden copy for its copy button, and each cell
   has an "In [3]:" prompt and a "Copied!" notice: all of it would show in previews.
 
@@ -15,12 +17,15 @@ import re
 WHOLE_SCRIPT = re.compile(r'<div class="language-\w+ highlight"(?=><span class="filename">scripts/[\w.-]+</span>)')
 
 
+EARLIER_CODE = re.compile(r'<details(?= class="example"><summary>Code from earlier sections</summary>)')
+
 # mkdocs-jupyter's prompts, copy buttons and the hidden text those buttons copy.
 NOTEBOOK_CHROME = re.compile(r'<div(?= class="(?:jp-InputPrompt|zeroclipboard-container|clipboard-copy-txt)\b)')
 
 
 def on_page_content(html, page, config, files):
     html = WHOLE_SCRIPT.sub(r"\g<0> data-search-exclude", html)
+    html = EARLIER_CODE.sub("<details data-search-exclude", html)
     if page.file.src_uri.endswith(".ipynb"):
         html = NOTEBOOK_CHROME.sub("<div data-search-exclude", html)
     return html
