@@ -17,7 +17,7 @@ import re
 WHOLE_SCRIPT = re.compile(r'<div class="language-\w+ highlight"(?=><span class="filename">scripts/[\w.-]+</span>)')
 
 
-EARLIER_CODE = re.compile(r'<details(?= class="example"><summary>Code from earlier sections</summary>)')
+EARLIER_CODE = re.compile(r'<details(?= class="example">\s*<summary>Code from earlier sections</summary>)')
 
 # mkdocs-jupyter's prompts, copy buttons and the hidden text those buttons copy.
 NOTEBOOK_CHROME = re.compile(r'<div(?= class="(?:jp-InputPrompt|zeroclipboard-container|clipboard-copy-txt)\b)')
