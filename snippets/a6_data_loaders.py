@@ -23,7 +23,7 @@ for idx, (x, y) in enumerate(train_loader):
 # --8<-- [end:shuffled_batches]
 
 
-from snippets.appendix_a import train_loader  # noqa: E402  (the page shows it)
+from snippets.appendix_a import train_loader
 
 # --8<-- [start:drop_last_batches]
 torch.manual_seed(123)

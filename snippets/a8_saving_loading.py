@@ -1,17 +1,9 @@
 """A.8 Saving and loading models: state_dict checkpoints and weights_only loading."""
 
-# Stand-in for A.7 when this file runs on its own: the same seeded training, its log silenced.
-import contextlib  # noqa: E402
-import io  # noqa: E402
+import torch
 
-import torch  # noqa: E402
-
-from snippets.appendix_a import NeuralNetwork, X_train, train_loader, train_model  # noqa: E402
-
-torch.manual_seed(123)
-model = NeuralNetwork(num_inputs=2, num_outputs=2)
-with contextlib.redirect_stdout(io.StringIO()):
-    train_model(model, train_loader, torch.optim.SGD(model.parameters(), lr=0.5), num_epochs=3)
+from snippets.appendix_a import NeuralNetwork
+from snippets.a7_training_loop import X_train, model  # the page's earlier-code block trains it again
 
 # --8<-- [start:save]
 import tempfile

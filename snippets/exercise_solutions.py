@@ -20,7 +20,7 @@ for package in packages:
 # --8<-- [end:a2_versions]
 
 
-from snippets.appendix_a import NeuralNetwork  # noqa: E402  (defined on A.5)
+from snippets.appendix_a import NeuralNetwork
 
 # --8<-- [start:a3_parameter_count]
 model = NeuralNetwork(2, 2)

@@ -41,9 +41,8 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-from mkdocs.utils.yaml import yaml_load
-
 from conftest import mkdocs_build
+from mkdocs.utils.yaml import yaml_load
 
 try:
     from playwright.sync_api import Error as PlaywrightError
@@ -543,7 +542,8 @@ INSPECT_PHONE = r"""
   // No sideways scroll: name the innermost element that sticks out of the window.
   if (page.scrollWidth > page.clientWidth) {
     const out = el => el.getBoundingClientRect().right > page.clientWidth + 1;
-    const culprit = [...document.body.querySelectorAll("*:not(svg *)")].find(el => out(el) && ![...el.children].some(out));
+    const culprit = [...document.body.querySelectorAll("*:not(svg *)")]
+      .find(el => out(el) && ![...el.children].some(out));
     const name = culprit ? `<${culprit.tagName.toLowerCase()} class="${culprit.getAttribute("class") || ""}"> ` +
       snippet(culprit.textContent) : "?";
     problems.push(`the page scrolls sideways (${page.scrollWidth} px in a ${page.clientWidth} px window): ${name}`);

@@ -29,8 +29,17 @@ import psutil
 import pytest
 import torch
 import torch.multiprocessing
-from ddp_harness import (ROOT, SPAWN, TORCHRUN, TORCHRUN_2, drift, load_script, recorded_text, run_job,
-                         single_process_weights)
+from ddp_harness import (
+    ROOT,
+    SPAWN,
+    TORCHRUN,
+    TORCHRUN_2,
+    drift,
+    load_script,
+    recorded_text,
+    run_job,
+    single_process_weights,
+)
 
 from tools.record import ddp_environment as environment
 

@@ -17,8 +17,18 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import torch
-from ddp_harness import (SCRIPTS, SPAWN, TORCHRUN, TORCHRUN_2, UNDESTROYED, alone, drift, recorded_text,
-                         run_job, single_process_weights)
+from ddp_harness import (
+    SCRIPTS,
+    SPAWN,
+    TORCHRUN,
+    TORCHRUN_2,
+    UNDESTROYED,
+    alone,
+    drift,
+    recorded_text,
+    run_job,
+    single_process_weights,
+)
 
 from tools.record import ddp_environment as environment
 from tools.sections import ROOT, read_chunks, section_code
