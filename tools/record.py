@@ -149,7 +149,12 @@ def in_parallel(function, items) -> list:
             return list(pool.map(function, items))
         except BaseException:
             pool.shutdown(wait=False, cancel_futures=True)
+            for child in list(running):  # a DDP launch gets SIGTERM first, so that it can clean up
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(child.pid, signal.SIGTERM) if os.getpgid(child.pid) == child.pid else child.kill()
             for child in list(running):
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    child.wait(5)
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(child.pid, signal.SIGKILL) if os.getpgid(child.pid) == child.pid else child.kill()
             raise
@@ -198,17 +203,18 @@ def ddp_environment(**extra) -> dict:
 def run_script(name: str) -> str:
     """What SCRIPT_RUNS[name] prints on its recorded stream; RecordingError if it ends otherwise."""
     run = SCRIPT_RUNS[name]
-    child = subprocess.Popen([sys.executable, *run.args], cwd=ROOT, env=ddp_environment(), text=True,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
-    running.add(child)
-    try:
-        stdout, stderr = child.communicate(timeout=SCRIPT_TIME_LIMIT)
-    except subprocess.TimeoutExpired:
-        os.killpg(child.pid, signal.SIGKILL)
-        child.communicate()
-        raise RecordingError(f"`{run.command}` ran for more than {SCRIPT_TIME_LIMIT} s and was stopped.") from None
-    finally:
-        running.discard(child)
+    with tempfile.TemporaryDirectory(prefix="ddp-run-") as tmp:  # torchrun's files go, however it ends
+        child = subprocess.Popen([sys.executable, *run.args], cwd=ROOT, env=ddp_environment(TMPDIR=tmp),
+                                 text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+        running.add(child)
+        try:
+            stdout, stderr = child.communicate(timeout=SCRIPT_TIME_LIMIT)
+        except subprocess.TimeoutExpired:
+            os.killpg(child.pid, signal.SIGKILL)
+            child.communicate()
+            raise RecordingError(f"`{run.command}` ran for more than {SCRIPT_TIME_LIMIT} s and was stopped.") from None
+        finally:
+            running.discard(child)
     if child.returncode != run.status:
         raise RecordingError(f"`{run.command}` exited with status {child.returncode}, not {run.status}. "
                              f"Its standard error:\n{stderr}")
@@ -280,11 +286,13 @@ def output_path(key: str, suffix: str) -> Path:
 def record(scripts: bool = True) -> Recording:
     """Run every chapter page once (and the DDP scripts' recorded runs), and make what is stored."""
     chapter_pages = pages.chapter_pages()
-    runs = dict(zip(chapter_pages, in_parallel(run_page, chapter_pages)))
+    jobs = [*(SCRIPT_RUNS if scripts else []), *chapter_pages]  # the longest first, all in one pool
+    done = dict(zip(jobs, in_parallel(lambda job: (run_script if job in SCRIPT_RUNS else run_page)(job), jobs)))
+    runs = {page: done[page] for page in chapter_pages}
     varying = varying_patterns()
     recording = Recording(runs=runs)
     if scripts:
-        recording.scripts = dict(zip(SCRIPT_RUNS, in_parallel(run_script, SCRIPT_RUNS)))
+        recording.scripts = {name: done[name] for name in SCRIPT_RUNS}
         for name, text in recording.scripts.items():  # a value that only changed keeps the stored one
             stored = SCRIPT_OUTPUTS / name
             patterns = varying.get(f"scripts:{Path(name).stem}", {}).get("lines", [])
