@@ -280,8 +280,10 @@ def set_master_address(parser):  # where rank 0 listens: MASTER_ADDR/MASTER_PORT
 
 
 def stop(signum, frame):  # Ctrl-C or SIGTERM: end every rank, then exit with 128 + the signal's number
-    for process in mp.active_children():
+    ranks = mp.active_children()
+    for process in ranks:
         process.kill()
+    for process in ranks:
         process.join()
     print(f"stopped by {signal.Signals(signum).name}: every rank has ended.", file=sys.stderr)
     sys.exit(128 + signum)
@@ -316,7 +318,8 @@ if __name__ == "__main__":
         elif not cause.startswith(("RuntimeError", "torch.distributed")):  # unexpected: show where
             print(str(error).strip(), file=sys.stderr)
         print(f"error: rank {error.error_index} failed: {cause}; the other ranks were stopped.", file=sys.stderr)
-        for error_file in context.error_files:  # torch leaves the ranks' tracebacks in the temp folder
-            Path(error_file).unlink(missing_ok=True)
         sys.exit(1)
+    finally:  # also after a signal (see stop): torch leaves the ranks' tracebacks in the temp folder
+        for error_file in context.error_files:
+            Path(error_file).unlink(missing_ok=True)
 # --8<-- [end:launcher]
