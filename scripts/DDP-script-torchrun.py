@@ -2,7 +2,6 @@
 # A snapshot after every epoch lets `torchrun --max-restarts` resume a failed job.
 #   torchrun --standalone --nproc_per_node=2 DDP-script-torchrun.py [--help]
 
-# --8<-- [start:imports]
 import argparse
 import os
 import signal
@@ -20,8 +19,6 @@ from torch.distributed import destroy_process_group, init_process_group
 from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data import DataLoader, Dataset, Subset
 from torch.utils.data.distributed import DistributedSampler
-
-# --8<-- [end:imports]
 
 
 # The network, the toy data and compute_accuracy of Appendix A, as the chapter shows them.
@@ -102,23 +99,17 @@ def compute_accuracy(model, dataloader, device="cpu"):
 
 # --8<-- [start:ddp_setup]
 def ddp_setup(rank, local_rank, world_size, backend, timeout):  # NEW: local_rank
-    """Join the process group; returns once every rank has joined."""
-    # torchrun set MASTER_ADDR and MASTER_PORT, where its store listens (see below).
+    # torchrun set MASTER_ADDR and MASTER_PORT, where its store listens.
     if torch.cuda.is_available():
         torch.cuda.set_device(local_rank)  # NEW: GPUs are numbered per machine
-    init_process_group(
-        backend=backend,  # "nccl" between GPUs, "gloo" between CPU processes
-        rank=rank,  # NEW: the global rank, unique across all machines
-        world_size=world_size,
-        timeout=timedelta(seconds=timeout),  # give up on a missing or stuck rank
-        store=store_for_this_attempt(timeout),  # NEW: keeps torchrun's restarts apart
-    )
+    init_process_group(backend=backend, rank=rank, world_size=world_size,  # NEW: rank is global
+                       timeout=timedelta(seconds=timeout),  # give up on a missing or stuck rank
+                       store=store_for_this_attempt(timeout))  # NEW: keeps torchrun's restarts apart
 
 
 def store_for_this_attempt(timeout):  # NEW
-    """Where the ranks meet. Under torchrun: its store, with keys of this attempt only (a restarted
-    rank must not find what a rank of the failed attempt left there). Plain `python`, a group of
-    one: a store in memory. Ranks started by hand: None, that is MASTER_ADDR and MASTER_PORT."""
+    # torchrun's store, with keys of this attempt only: a failed attempt's ranks cannot have touched
+    # them. Plain `python`: a group of one, in memory. Ranks started by hand: MASTER_ADDR/MASTER_PORT.
     if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True":
         store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]),
                               is_master=False, timeout=timedelta(seconds=timeout))
@@ -138,34 +129,25 @@ def prepare_dataset(rank, world_size):
         return ToyDataset(X, y.repeat(4))
 
     train_ds, test_ds = four_noisy_copies(X_train, y_train), four_noisy_copies(X_test, y_test)
-
-    train_loader = DataLoader(
-        dataset=train_ds,
-        batch_size=2,
-        shuffle=False,  # the sampler shuffles; the DataLoader must not do it as well
-        pin_memory=torch.cuda.is_available(),
-        drop_last=True,
-        # This rank's share of every epoch, no sample shared with another rank:
-        sampler=DistributedSampler(train_ds, num_replicas=world_size, rank=rank),
-    )
-    test_loader = DataLoader(
-        dataset=test_ds,
-        batch_size=2,
-        shuffle=False,
-        sampler=DistributedSampler(test_ds, num_replicas=world_size, rank=rank, shuffle=False),
-    )
+    train_loader = DataLoader(train_ds, batch_size=2, drop_last=True, pin_memory=torch.cuda.is_available(),
+                              shuffle=False,  # the sampler shuffles; the DataLoader must not do it as well
+                              # This rank's share of every epoch, no sample shared with another rank:
+                              sampler=DistributedSampler(train_ds, num_replicas=world_size, rank=rank))
+    test_loader = DataLoader(test_ds, batch_size=2,  # split too, but not shuffled
+                             sampler=DistributedSampler(test_ds, num_replicas=world_size, rank=rank, shuffle=False))
     return train_loader, test_loader
 # --8<-- [end:prepare_dataset]
 
 
 # --8<-- [start:main]
-def main(rank, local_rank, world_size, args):  # NEW: local_rank
-    """What every process runs."""
+def main(rank, local_rank, world_size, args):  # every process runs this; NEW: local_rank
     ddp_setup(rank, local_rank, world_size, args.backend, args.timeout)
     try:
         train(rank, local_rank, world_size, args)
     finally:
         destroy_process_group()  # leave the group cleanly, also after an error
+    sys.stdout.flush()
+    os._exit(0)  # done: skip interpreter shutdown, where Gloo in torch 2.13 sometimes aborts
 
 
 def train(rank, local_rank, world_size, args):
@@ -176,10 +158,8 @@ def train(rank, local_rank, world_size, args):
     model = NeuralNetwork(num_inputs=2, num_outputs=2).to(device)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
     epochs_done = load_snapshot(args.snapshot, model, optimizer, args.epochs)  # NEW: 0 if none
-
-    # The wrapper averages the gradients of all ranks in backward(), so the copies
-    # stay identical. The network itself is now model.module.
-    model = DDP(model, device_ids=[local_rank] if torch.cuda.is_available() else None)
+    # The wrapper averages the gradients of all ranks in backward(), so the copies stay identical.
+    model = DDP(model, device_ids=[local_rank] if torch.cuda.is_available() else None)  # the network: model.module
 
     for epoch in range(epochs_done, args.epochs):  # NEW: from the snapshot on
         train_loader.sampler.set_epoch(epoch)  # a new shuffle, the same on all ranks
@@ -194,10 +174,8 @@ def train(rank, local_rank, world_size, args):
             loss.backward()  # this rank's gradients, then their average over all ranks
             optimizer.step()  # the same update on every rank
 
-            lines.append(f"[rank {rank}] Epoch: {epoch+1:03d}/{args.epochs:03d}"
-                         f" | Batch {batch_idx+1:03d}/{len(train_loader):03d}"
-                         f" | Batchsize {labels.shape[0]:03d}"
-                         f" | Train Loss: {loss:.2f}")
+            lines.append(f"[rank {rank}] Epoch: {epoch+1:03d}/{args.epochs:03d} | Batch {batch_idx+1:03d}/"
+                         f"{len(train_loader):03d} | Batchsize {labels.shape[0]:03d} | Train Loss: {loss:.2f}")
             inject_fault(args, rank, epoch, batch_idx)  # does nothing without --fault
         print_in_rank_order(lines)  # rank 0 prints every rank's lines, rank by rank
         save_snapshot(args.snapshot, model.module, optimizer, epoch + 1)  # NEW
@@ -217,9 +195,9 @@ def train(rank, local_rank, world_size, args):
         dist.all_reduce(counts)  # sums the counts of all ranks, on every rank
         exact.append(counts.tolist())
     if rank == 0:
-        print("Accuracy over all samples, each counted once (counts summed over the ranks with all_reduce):")
-        print(" | ".join(f"{name} accuracy {correct / total:.4f} ({correct}/{total})"
-                         for name, (correct, total) in zip(("Training", "Test"), exact)), flush=True)
+        print("Accuracy over all samples, each counted once (counts summed over the ranks with all_reduce):\n"
+              + " | ".join(f"{name} accuracy {correct / total:.4f} ({correct}/{total})"
+                           for name, (correct, total) in zip(("Training", "Test"), exact)), flush=True)
     # --8<-- [end:accuracy]
 
     if args.save and rank == 0:  # all ranks hold the same weights; one writes them
@@ -230,22 +208,20 @@ def train(rank, local_rank, world_size, args):
 
 
 # --8<-- [start:snapshot]
-def save_snapshot(path, model, optimizer, epochs_done):  # NEW
-    """Everything a restarted job needs to go on after `epochs_done` epochs."""
+def save_snapshot(path, model, optimizer, epochs_done):  # NEW: all a restarted job needs to go on
     if dist.get_rank() == 0:  # the copies are identical: one rank writes
         save_atomically({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
                          "epochs_done": epochs_done}, path)
     dist.barrier()  # nobody goes on before the snapshot is complete
 
 
-def load_snapshot(path, model, optimizer, epochs):  # NEW
-    """Resume from the snapshot at `path`, if there is one; return the epochs it has done."""
+def load_snapshot(path, model, optimizer, epochs):  # NEW: resume from `path`; return the epochs done
     # Rank 0 reads and checks the file and sends it to every rank: other machines need no copy.
-    box = [read_snapshot(path, model, optimizer, epochs) if dist.get_rank() == 0 else None]
-    dist.broadcast_object_list(box, src=0)
-    snapshot = box[0]
+    snapshot = [read_snapshot(path, model, optimizer, epochs) if dist.get_rank() == 0 else None]
+    dist.broadcast_object_list(snapshot, src=0)
+    snapshot = snapshot[0]
     if isinstance(snapshot, str):  # what is wrong with the file: every rank stops
-        raise SnapshotError(snapshot)
+        raise ValueError(snapshot)
     if snapshot is None:
         return 0  # no snapshot yet: a fresh start
     model.load_state_dict(snapshot["model"])
@@ -255,12 +231,7 @@ def load_snapshot(path, model, optimizer, epochs):  # NEW
     return snapshot["epochs_done"]
 
 
-class SnapshotError(Exception):  # NEW
-    """A snapshot file that cannot be resumed from; the message says why and what to do."""
-
-
-def read_snapshot(path, model, optimizer, epochs):  # NEW
-    """The snapshot at `path` if it can be resumed from, None if there is none, else why not."""
+def read_snapshot(path, model, optimizer, epochs):  # NEW: the snapshot, None if there is none, or why not
     if not path.exists():
         return None
     try:  # weights_only: tensors and plain data only; a pickle that would run code is refused
@@ -281,24 +252,21 @@ def read_snapshot(path, model, optimizer, epochs):  # NEW
 # --8<-- [end:snapshot]
 
 
-def exit_with_parent():  # NEW
-    """Under torchrun: end this rank within a second if its agent dies, instead of at --timeout."""
+def exit_with_parent():  # NEW: end this rank within a second if torchrun's agent dies, not at --timeout
     parent = os.getppid()
     while os.getppid() == parent:
         time.sleep(0.5)
     os._exit(1)
 
 
-def print_in_rank_order(lines):
-    """Rank 0 gathers every rank's lines and prints them rank by rank: the same output every run."""
+def print_in_rank_order(lines):  # rank 0 gathers every rank's lines and prints them: the same every run
     gathered = [None] * dist.get_world_size() if dist.get_rank() == 0 else None
     dist.gather_object(lines, gathered, dst=0)
-    if dist.get_rank() == 0:
+    if gathered:
         print("\n".join(line for rank_lines in gathered for line in rank_lines), flush=True)
 
 
-def save_atomically(obj, path):
-    """Write a temporary file, then rename it: a crash mid-write leaves the old file whole."""
+def save_atomically(obj, path):  # a temporary file, then a rename: a crash mid-write leaves the old file
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
@@ -308,37 +276,31 @@ def save_atomically(obj, path):
         temporary.unlink(missing_ok=True)  # after a failed write; gone after a rename
 
 
-def inject_fault(args, rank, epoch, batch_idx):
-    """--fault: in epoch 2, after its first batch, rank --fault-rank fails on purpose."""
-    if args.fault is None or (rank, epoch, batch_idx) != (args.fault_rank, 1, 0):
-        return
-    if int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")) > 0:  # NEW: so that a restart recovers
-        return
-    print(f"[rank {rank}] --fault {args.fault}: this rank fails now, in epoch 2 after batch 1",
-          file=sys.stderr, flush=True)
-    if args.fault == "raise":
-        raise RuntimeError(f"--fault raise: rank {rank} raised this error on purpose")
-    if args.fault == "kill":
-        os.kill(os.getpid(), getattr(signal, "SIGKILL", signal.SIGTERM))
-    time.sleep(args.timeout + 3600)  # "stall": stop responding, as a deadlocked rank would
+def inject_fault(args, rank, epoch, batch_idx):  # --fault: rank --fault-rank fails in epoch 2, after batch 1
+    restarted = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0") != "0"  # NEW: so that a restart recovers
+    if args.fault and (rank, epoch, batch_idx) == (args.fault_rank, 1, 0) and not restarted:
+        print(f"[rank {rank}] --fault {args.fault}: failing now, in epoch 2 after batch 1", file=sys.stderr, flush=True)
+        if args.fault == "raise":
+            raise RuntimeError(f"--fault raise: rank {rank} raised this error on purpose")
+        if args.fault == "kill":
+            os.kill(os.getpid(), getattr(signal, "SIGKILL", signal.SIGTERM))
+        time.sleep(args.timeout + 3600)  # "stall": stop responding, as a deadlocked rank would
 
 
-def parse_args(world_size, local_rank):  # NEW: the world size comes from torchrun
-    """The command line, checked: a bad value stops here with one sentence (exit status 2)."""
+def parse_args(world_size, local_rank):  # a bad value stops here with one sentence (exit status 2)
     parser = argparse.ArgumentParser(description="Train Appendix A's toy network with DDP.")
     parser.add_argument("--epochs", type=int, default=3, help="training epochs (default: 3)")
     parser.add_argument("--backend", choices=["nccl", "gloo"], help="default: nccl on GPUs, else gloo")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for a rank (60)")
     parser.add_argument("--save", type=Path, help="write the final weights to this file")
+    parser.add_argument("--fault", choices=["raise", "kill", "stall"], help="make rank --fault-rank fail in epoch 2")
+    parser.add_argument("--fault-rank", type=int, help="the rank --fault breaks (default: the last)")
     parser.add_argument("--snapshot", type=Path, help="resumed from and written after every epoch "
                         "(default: one per job in the temporary folder)")  # NEW
-    parser.add_argument("--fault", choices=["raise", "kill", "stall"],
-                        help="in epoch 2, rank --fault-rank raises, is killed, or stops responding")
-    parser.add_argument("--fault-rank", type=int, help="the rank --fault breaks (default: the last)")
     args = parser.parse_args()
 
     gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
-    args.world_size = world_size  # NEW
+    args.world_size = world_size  # NEW: from torchrun
     if not 1 <= args.world_size <= 8:  # the 8 test samples: one at least for every rank
         parser.error(f"world size {args.world_size}: the toy data is made for 1 to 8 processes.")
     if gpus and local_rank >= gpus:  # NEW
@@ -346,9 +308,10 @@ def parse_args(world_size, local_rank):  # NEW: the world size comes from torchr
                      f"{gpus} processes per machine (--nproc_per_node).")
     if args.epochs < 1 or not 0 < args.timeout < float("inf"):
         parser.error("--epochs must be at least 1, and --timeout a number of seconds above 0.")
-    args.backend = args.backend or ("nccl" if gpus and dist.is_nccl_available() else "gloo")
-    if args.backend == "nccl" and not (gpus and dist.is_nccl_available()):
+    nccl = gpus > 0 and dist.is_nccl_available()
+    if args.backend == "nccl" and not nccl:
         parser.error("--backend nccl needs CUDA GPUs and a PyTorch build with NCCL; use --backend gloo.")
+    args.backend = args.backend or ("nccl" if nccl else "gloo")
     args.fault_rank = args.world_size - 1 if args.fault_rank is None else args.fault_rank
     if not 0 <= args.fault_rank < args.world_size or args.fault and args.epochs < 2:
         parser.error(f"--fault strikes in epoch 2 (use --epochs 2 or more) on one of the ranks 0 to "
@@ -362,8 +325,7 @@ def parse_args(world_size, local_rank):  # NEW: the world size comes from torchr
     return args, parser
 
 
-def check_path(parser, option, path):
-    """Stop before any work if `path` cannot be written: one sentence naming it and what to do."""
+def check_path(parser, option, path):  # stop before any work if `path` cannot be written, saying why
     if path.is_dir():
         parser.error(f"{option} {path} is a folder; give a file name, such as {path / 'model.pth'}.")
     folder = next(p for p in path.absolute().parents if p.exists())  # save_atomically makes the rest
@@ -381,7 +343,6 @@ if __name__ == "__main__":
     rank = int(os.environ.get("RANK", "0"))  # global rank, unique across all machines
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))  # rank on this machine: its GPU
     world_size = int(os.environ.get("WORLD_SIZE", "1"))  # processes on all machines
-
     args, parser = parse_args(world_size, local_rank)  # a bad value: exit, say why
     if "TORCHELASTIC_RUN_ID" in os.environ:  # NEW: end with torchrun's agent, not at --timeout
         threading.Thread(target=exit_with_parent, daemon=True).start()
@@ -391,14 +352,11 @@ if __name__ == "__main__":
               f"Number of GPUs available: {gpus}\nTraining on {n} {'GPU' if gpus else 'CPU process'}"
               f"{('s' if gpus else 'es') * (n > 1)} (world size {n}) with the {args.backend} backend"
               f" for {args.epochs} epoch{'s' * (args.epochs > 1)}", flush=True)
-        print(f"snapshot file: {args.snapshot}" + (" (removed when training completes; after a "
-              "failure it stays, to resume with --snapshot)" if args.snapshot_is_default else ""),
-              file=sys.stderr)
+        until = " (removed when training completes; after a failure it stays, to resume with --snapshot)"
+        print(f"snapshot file: {args.snapshot}{until * args.snapshot_is_default}", file=sys.stderr)
     try:  # NEW: an error ends this rank with one line; torchrun then stops the others
         main(rank, local_rank, world_size, args)
-    except (SnapshotError, RuntimeError, ValueError) as error:  # a bad file or setting, --fault, a lost rank
+    except (RuntimeError, ValueError) as error:  # a bad file or setting, --fault, a lost rank
         print(f"[rank {rank}] error: {' '.join(str(error).split())}", file=sys.stderr)
         sys.exit(1)
-    sys.stdout.flush()
-    os._exit(0)  # done: skip interpreter shutdown, where Gloo in torch 2.13 sometimes aborts
 # --8<-- [end:launcher]
