@@ -28,6 +28,7 @@ The browser is the system Chromium (`apt-get install -y chromium`, or
 .ci/install-browser.sh); `playwright install` is never needed.
 """
 
+import contextlib
 import functools
 import http.server
 import json
@@ -194,15 +195,23 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
+@contextlib.contextmanager
+def serving(directory, handler):
+    """`directory` served on 127.0.0.1 at a free port, in a thread; yields the port."""
+    server = http.server.ThreadingHTTPServer((HOST, 0), functools.partial(handler, directory=directory))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield server.server_address[1]
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 @pytest.fixture(scope="session")
 def site_url(chromium, built_site):
     """The built site, served on 127.0.0.1 at a free port."""
-    server = http.server.ThreadingHTTPServer((HOST, 0), functools.partial(_QuietHandler, directory=built_site))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://{HOST}:{server.server_address[1]}/"
-    server.shutdown()
-    server.server_close()
+    with serving(built_site, _QuietHandler) as port:
+        yield f"http://{HOST}:{port}/"
 
 
 @pytest.fixture(scope="session")
@@ -688,12 +697,8 @@ def published_site(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def sub_path_site(chromium, published_site):
     """The published site served under /project/; a missing page gets its 404.html, as on GitHub Pages."""
-    server = http.server.ThreadingHTTPServer((HOST, 0), functools.partial(_PagesHandler, directory=published_site))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://{HOST}:{server.server_address[1]}/{SUB_PATH}/"
-    server.shutdown()
-    server.server_close()
+    with serving(published_site, _PagesHandler) as port:
+        yield f"http://{HOST}:{port}/{SUB_PATH}/"
 
 
 def test_sitemap_lists_every_page(published_site):

@@ -143,13 +143,23 @@ PLAIN_TRAINING = """\
 import torch
 from torch.utils.data import DataLoader
 from snippets.appendix_a import NeuralNetwork, train_model
-from snippets.ddp_common import enlarged_toy_datasets
+from tools.bench import ddp_training_data
 torch.set_num_threads(1)  # as the DDP scripts do: one thread per process
 torch.manual_seed(123)
 model = NeuralNetwork(num_inputs=2, num_outputs=2)
-loader = DataLoader(enlarged_toy_datasets(factor=4)[0], batch_size=2, shuffle=True, drop_last=True)
+loader = DataLoader(ddp_training_data(), batch_size=2, shuffle=True, drop_last=True)
 train_model(model, loader, torch.optim.SGD(model.parameters(), lr=0.5), num_epochs={epochs})
 """
+
+
+def ddp_training_data():
+    """The DDP scripts' training set (the enlarged toy data), from DDP-script.py itself."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("ddp_script", ROOT / "scripts" / "DDP-script.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)  # its launcher runs only under __main__
+    return script.prepare_dataset(0, 1)[0].dataset
 EPOCH_LINE = re.compile(r"Epoch: (\d+)")
 
 
@@ -181,9 +191,7 @@ def launch_figures(launches, steps):
 
 
 def measure_ddp(rounds):
-    from snippets.ddp_common import enlarged_toy_datasets
-
-    samples = len(enlarged_toy_datasets(factor=4)[0])
+    samples = len(ddp_training_data())
     launchers = {"spawn": lambda n: [sys.executable, "scripts/DDP-script.py", "--world-size", str(n)],
                  "torchrun": lambda n: [sys.executable, "-m", "torch.distributed.run", "--standalone",
                                         f"--nproc_per_node={n}", "scripts/DDP-script-torchrun.py"]}

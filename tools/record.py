@@ -57,7 +57,7 @@ class RecordingError(Exception):
     """A page's code failed, or the declarations are wrong; the message says where."""
 
 
-# Runs in the child, `python -I -c RUNNER SCRIPT RESULT`: the download's cells one by one in a real
+# Runs in the child, `python -I -c RUNNER SCRIPT RESULT PLOTTERS`: the download's cells one by one in a real
 # __main__ module (pickling a class defined in a cell then works as in a script), stdout per cell.
 RUNNER = r"""
 import contextlib, importlib.util, io, json, os, platform, sys, traceback, types
