@@ -209,7 +209,7 @@ def measure_ddp(rounds):
 
 def measure_tests():
     start = time.perf_counter()
-    result = subprocess.run(["make", "test"], cwd=ROOT, capture_output=True, text=True)
+    result = subprocess.run(["make", "--no-print-directory", "test"], cwd=ROOT, capture_output=True, text=True)
     summary = re.sub(r" in [\d.]+s.*", "", (result.stdout.strip().splitlines() or ["no output"])[-1].strip(" ="))
     return {"seconds": time.perf_counter() - start, "summary": summary, "passed": result.returncode == 0}
 
