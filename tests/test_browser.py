@@ -250,19 +250,26 @@ def recorder() -> Recorder:
     return Recorder()
 
 
+def watched_tab(context, recorder, console=True):
+    """A new tab of `context` whose requests, responses, console errors and page errors go to `recorder`."""
+    context.set_default_timeout(15_000)
+    context.route("**/*", recorder.route)
+    page = context.new_page()
+    page.on("response", recorder.on_response)
+    page.on("requestfailed", recorder.on_request_failed)
+    if console:
+        page.on("console", recorder.on_console)
+    page.on("pageerror", recorder.on_page_error)
+    return page
+
+
 @pytest.fixture(scope="session")
 def session_tab(browser, site_url, recorder):
     context = browser.new_context(viewport={"width": 1280, "height": 900}, color_scheme="light",
                                   base_url=site_url, service_workers="block")
     context.grant_permissions(["clipboard-read", "clipboard-write"], origin=site_url.rstrip("/"))
-    context.set_default_timeout(15_000)
-    context.route("**/*", recorder.route)
-    page = context.new_page()
+    page = watched_tab(context, recorder)
     page.bring_to_front()  # the clipboard API wants a focused page
-    page.on("response", recorder.on_response)
-    page.on("requestfailed", recorder.on_request_failed)
-    page.on("console", recorder.on_console)
-    page.on("pageerror", recorder.on_page_error)
     yield page
     context.close()
 
@@ -528,14 +535,7 @@ BREAKS_AFTER = "._/-"  # where a table's identifier may wrap (the browser breaks
 def phone_tab(browser, site_url, recorder):
     context = browser.new_context(viewport={"width": PHONE_WIDTH, "height": 844}, color_scheme="light",
                                   base_url=site_url, service_workers="block")
-    context.set_default_timeout(15_000)
-    context.route("**/*", recorder.route)
-    page = context.new_page()
-    page.on("response", recorder.on_response)
-    page.on("requestfailed", recorder.on_request_failed)
-    page.on("console", recorder.on_console)
-    page.on("pageerror", recorder.on_page_error)
-    yield page
+    yield watched_tab(context, recorder)
     context.close()
 
 
@@ -729,12 +729,7 @@ def test_edit_links_only_where_the_page_source_is_in_the_repository(built_site, 
 def test_404_page_under_a_sub_path_has_search_and_the_contents(browser, sub_path_site):
     recorder = Recorder()
     context = browser.new_context(viewport={"width": 1280, "height": 900}, service_workers="block")
-    context.set_default_timeout(15_000)
-    context.route("**/*", recorder.route)
-    tab = context.new_page()
-    tab.on("response", recorder.on_response)
-    tab.on("requestfailed", recorder.on_request_failed)
-    tab.on("pageerror", recorder.on_page_error)
+    tab = watched_tab(context, recorder, console=False)  # the 404 itself is logged as a console error
     missing = f"{sub_path_site}no/such/page/"
     try:
         response = tab.goto(missing, wait_until="networkidle")

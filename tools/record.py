@@ -476,18 +476,16 @@ def signals_held():
         signal.pthread_sigmask(signal.SIG_UNBLOCK, held)
 
 
-def write(recording: Recording) -> list[Path]:
-    """Make the stored files what `recording` says; return the paths that changed."""
-    fresh, stored = recording.files(), stored_files(recording.scripts is not None)
-    changed = [path for path, text in fresh.items() if stored.get(path) != text]
-    removed = [path for path in stored if path not in fresh]
+def replace_files(files: dict[Path, str], removed=()) -> None:
+    """Write every file beside its target, then rename them all into place and delete `removed`,
+    with Ctrl-C held back: the set changes all at once or not at all."""
     with signals_held():
         staged = []
         try:
-            for path in changed:
+            for path, text in files.items():
                 path.parent.mkdir(parents=True, exist_ok=True)
                 temporary = path.with_name(f".{path.name}.recording")
-                temporary.write_text(fresh[path])
+                temporary.write_text(text)
                 staged.append((temporary, path))
         except BaseException:
             for temporary, _ in staged:
@@ -497,7 +495,15 @@ def write(recording: Recording) -> list[Path]:
             os.replace(temporary, path)
         for path in removed:
             path.unlink()
-    return changed + removed
+
+
+def write(recording: Recording) -> list[Path]:
+    """Make the stored files what `recording` says; return the paths that changed."""
+    fresh, stored = recording.files(), stored_files(recording.scripts is not None)
+    changed = {path: text for path, text in fresh.items() if stored.get(path) != text}
+    removed = [path for path in stored if path not in fresh]
+    replace_files(changed, removed)
+    return [*changed, *removed]
 
 
 GPU_PAGES = ["a1-what-is-pytorch.md", "a9-gpu-training.md", "exercises.md"]
@@ -509,7 +515,7 @@ def record_gpu() -> Recording:
     snippets/outputs/gpu/ (the pages show them beside the CPU ones, labelled with the GPU)."""
     runs = dict(zip(GPU_PAGES, map(run_page, GPU_PAGES)))  # one after another: one GPU
     environment = next(iter(runs.values()))["environment"]
-    if not environment["torch"] or "CPU only" in environment["device"] or "MPS" in environment["device"]:
+    if "CPU only" in environment["device"] or "MPS" in environment["device"]:
         raise RecordingError("make gpu-check records GPU outputs, but this torch sees no CUDA GPU; run it on a "
                              "machine with one (and a CUDA build of torch).")
     varying = varying_patterns()
@@ -525,12 +531,7 @@ def record_gpu() -> Recording:
 def write_gpu(recording: Recording) -> list[Path]:
     files = {GPU_OUTPUTS / f"{key.replace(':', '/')}.txt": text for key, text in recording.outputs.items()}
     files[GPU_OUTPUTS / "recorded.json"] = json.dumps(recording.manifest, indent=2, sort_keys=True) + "\n"
-    with signals_held():
-        for path, text in files.items():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            temporary = path.with_name(f".{path.name}.recording")
-            temporary.write_text(text)
-            os.replace(temporary, path)
+    replace_files(files)
     return list(files)
 
 
