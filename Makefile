@@ -10,7 +10,7 @@ PIP_INSTALL := $(BIN)/python -m pip install --quiet --disable-pip-version-check
 SITE_STAMP := $(VENV)/.installed-site
 STAMP := $(VENV)/.installed
 
-.PHONY: serve build test lint outputs bench gpu-check lock clean
+.PHONY: serve serve-zh build test lint outputs bench gpu-check lock clean
 
 # Stops with one sentence when $(PYTHON) is missing or outside the range the pins install on.
 define CHECK_PYTHON
@@ -40,8 +40,12 @@ $(STAMP): requirements.txt $(SITE_STAMP)
 serve: $(SITE_STAMP)  ## serve on http://127.0.0.1:8000, rebuild on every change (problems are marked on the page)
 	$(BIN)/mkdocs serve --dev-addr 127.0.0.1:8000
 
-build: $(SITE_STAMP)  ## strict build into site/
+serve-zh: $(SITE_STAMP)  ## the same for the Chinese edition (also on http://127.0.0.1:8000)
+	$(BIN)/mkdocs serve --dev-addr 127.0.0.1:8000 --config-file mkdocs.zh.yml
+
+build: $(SITE_STAMP)  ## strict build of both editions: English into site/, Chinese into site/zh/
 	$(BIN)/mkdocs build --strict
+	$(BIN)/mkdocs build --strict --config-file mkdocs.zh.yml
 
 test: $(STAMP)  ## the whole test suite
 	$(BIN)/python -m pytest

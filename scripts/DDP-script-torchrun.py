@@ -358,5 +358,6 @@ if __name__ == "__main__":
         main(rank, local_rank, world_size, args)
     except (RuntimeError, ValueError) as error:  # a bad file or setting, --fault, a lost rank
         print(f"[rank {rank}] error: {' '.join(str(error).split())}", file=sys.stderr)
-        sys.exit(1)
+        sys.stdout.flush()
+        os._exit(1)  # as main() ends: without the interpreter shutdown where Gloo may abort
 # --8<-- [end:launcher]

@@ -1,4 +1,5 @@
-"""Fixtures shared by the test files: one recording of every page, one strict build of the site.
+"""Fixtures shared by the test files: one recording of every page, one strict build of the site
+(both editions, as `make build` makes them: English in the root, Chinese in zh/).
 
 `pytest --update-outputs` re-records: the recording that the tests compare with what is stored
 is written instead (all or nothing), so the comparisons then pass. `make outputs` does the same.
@@ -9,8 +10,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from mkdocs.utils.yaml import yaml_load
 
 from tools import record
+from tools.editions import EDITIONS, Edition
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -40,10 +43,31 @@ def mkdocs_build(config: Path, site_dir: Path) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="session")
 def built_site(request, tmp_path_factory) -> Path:
-    """The site as `make build` makes it, built once into a temporary folder."""
+    """The site as `make build` makes it, both editions, built once into a temporary folder."""
     if request.config.getoption("--update-outputs"):
         request.getfixturevalue("recording")  # written first: the build refuses stale outputs
     site = tmp_path_factory.mktemp("site")
-    result = mkdocs_build(ROOT / "mkdocs.yml", site)
-    assert result.returncode == 0, f"mkdocs build --strict failed:\n{result.stderr}"
+    for edition in EDITIONS.values():  # English first: its build empties site/
+        result = mkdocs_build(ROOT / edition.config, site / edition.prefix)
+        assert result.returncode == 0, f"mkdocs build --strict -f {edition.config} failed:\n{result.stderr}"
     return site
+
+
+def _nav_sources(entries) -> list[str]:
+    sources = []
+    for entry in entries:
+        if isinstance(entry, dict):
+            entry = next(iter(entry.values()))
+        if isinstance(entry, list):
+            sources += _nav_sources(entry)
+        elif isinstance(entry, str) and "://" not in entry:
+            sources.append(entry)
+    return sources
+
+
+def nav_pages(edition: Edition) -> list[tuple[str, str]]:
+    """(source, URL) of every page in the nav of `edition`, in nav order: the source in the repository
+    (docs-zh/a1-what-is-pytorch.md) and the URL in the site that `make build` makes (zh/a1-what-is-pytorch/)."""
+    nav = yaml_load((ROOT / edition.config).read_text())["nav"]
+    return [(f"{edition.docs.name}/{source}", edition.prefix + source.rsplit(".", 1)[0].removesuffix("index")
+             + ("/" if not source.startswith("index.") else "")) for source in _nav_sources(nav)]

@@ -33,12 +33,13 @@ def test_documented_make_command_writes_the_figures_and_the_readme_table(tmp_pat
 def test_committed_figures_are_those_bench_json_renders():
     """The pages and README show what `make bench` measured, never a figure typed by hand."""
     results = json.loads((ROOT / "measured" / "bench.json").read_text())
-    assert (ROOT / "measured" / "matmul.md").read_text() == matmul_md(results["matmul"])
-    assert (ROOT / "measured" / "ddp.md").read_text() == ddp_md(results["ddp"])
     readme = (ROOT / "README.md").read_text()
     assert f"{README_START}\n{readme_md(results)}{README_END}" in readme
-    for page, figures in {"a9-gpu-training.md": "matmul", "a9-multi-gpu-training.md": "ddp"}.items():
-        assert f'--8<-- "measured/{figures}.md"' in (ROOT / "docs" / page).read_text()
+    for language, suffix, docs in [("en", ".md", "docs"), ("zh", ".zh.md", "docs-zh")]:  # the two editions
+        assert (ROOT / "measured" / f"matmul{suffix}").read_text() == matmul_md(results["matmul"], language)
+        assert (ROOT / "measured" / f"ddp{suffix}").read_text() == ddp_md(results["ddp"], language)
+        for page, figures in {"a9-gpu-training.md": "matmul", "a9-multi-gpu-training.md": "ddp"}.items():
+            assert f'--8<-- "measured/{figures}{suffix}"' in (ROOT / docs / page).read_text()
 
 
 def notebook(text):

@@ -1,6 +1,7 @@
 """The built site in a real browser (headless Chromium through Playwright).
 
-Every page in the nav of mkdocs.yml is opened from a local server, and must:
+Every page in the nav of both editions (mkdocs.yml, mkdocs.zh.yml) is opened from a local server,
+and must:
 
 - load, with every resource it asks for, from 127.0.0.1 alone and without an error;
 - log no console error and raise no uncaught exception;
@@ -14,15 +15,16 @@ At a phone's width (390 px) every page must also read without a sideways scroll:
 least 8 px high, output lines wrap, and identifiers in tables break only after a dot, an
 underscore or a slash.
 
-Search finds the pages of the API names readers type, and its previews show no whole script.
+Search finds the pages of the API names readers type, and of Chinese words in the Chinese edition,
+and its previews show no whole script. The language switch leads to the same page in the other edition.
 Built as the Pages workflow builds it, the site lists every page in its sitemap, links each
 page to its source for editing (a generated notebook page to none), and serves a 404 page
 that works under a project's sub-path, with search and the contents. The palette toggle
 switches to dark and back.
 
-A full-page screenshot of every page (at 1280 px and at 390 px), and of each diagram in light
-and dark, is saved to $BROWSER_SCREENSHOTS (or a temporary folder); the summary at the end
-says where.
+With BROWSER_SCREENSHOTS=folder, a full-page screenshot of every page (at 1280 px and at
+390 px), and of each diagram in light and dark, is saved there to look at; the summary at the
+end says where. They are off by default: taking them was more than half of this file's time.
 
 The browser is the system Chromium (`apt-get install -y chromium`, or
 .ci/install-browser.sh); `playwright install` is never needed.
@@ -42,8 +44,9 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-from conftest import mkdocs_build
-from mkdocs.utils.yaml import yaml_load
+from conftest import mkdocs_build, nav_pages
+
+from tools.editions import CHINESE, EDITIONS, ENGLISH
 
 try:
     from playwright.sync_api import Error as PlaywrightError
@@ -52,7 +55,6 @@ except ImportError:  # reported by the `chromium` fixture: skipped locally, a fa
     sync_playwright = None
 
 ROOT = Path(__file__).resolve().parents[1]
-MKDOCS_YML = ROOT / "mkdocs.yml"
 HOST = "127.0.0.1"
 CHROMIUM_ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-quic",
@@ -67,40 +69,10 @@ MULTI_GPU_PAGE = "a9-multi-gpu-training"
 OK_STATUS = {200, 304}  # 304: the browser revalidated its cached copy of an asset
 
 
-# ---------------------------------------------------------------------------
-# The pages: read from the nav of mkdocs.yml, so that a new page is checked too.
+# The pages: read from the nav of each edition's config, so that a new page is checked too.
 
-def _nav_sources(entries) -> list[str]:
-    sources = []
-    for entry in entries:
-        if isinstance(entry, dict):
-            entry = next(iter(entry.values()))
-        if isinstance(entry, list):
-            sources += _nav_sources(entry)
-        elif isinstance(entry, str) and "://" not in entry:
-            sources.append(entry)
-    return sources
-
-
-def _page_url(source: str, use_directory_urls: bool) -> str:
-    """The URL of a nav entry relative to the site root, as MkDocs writes it."""
-    stem = source.rsplit(".", 1)[0]
-    if stem == "index" or stem.endswith("/index"):
-        return stem[: -len("index")]
-    return f"{stem}/" if use_directory_urls else f"{stem}.html"
-
-
-CONFIG = yaml_load(MKDOCS_YML.read_text())
-DOCS = ROOT / CONFIG.get("docs_dir", "docs")
-
-
-def nav_pages() -> list[tuple[str, str]]:
-    """(source path under docs/, URL) of every page in the nav, in nav order."""
-    use_directory_urls = CONFIG.get("use_directory_urls", True)
-    return [(source, _page_url(source, use_directory_urls)) for source in _nav_sources(CONFIG.get("nav", []))]
-
-
-PAGES = nav_pages()
+PAGES = [page for edition in EDITIONS.values() for page in nav_pages(edition)]  # both editions
+ENGLISH_PAGES = nav_pages(ENGLISH)
 
 
 def screenshot_name(url: str) -> str:
@@ -215,10 +187,11 @@ def site_url(chromium, built_site):
 
 
 @pytest.fixture(scope="session")
-def screenshots(request, tmp_path_factory) -> Path:
-    """Where the screenshots go; said in the summary at the end of the run."""
-    folder = Path(os.environ["BROWSER_SCREENSHOTS"]) if os.environ.get("BROWSER_SCREENSHOTS") else (
-        tmp_path_factory.mktemp("browser-screenshots"))
+def screenshots(request) -> Path | None:
+    """Where the screenshots go ($BROWSER_SCREENSHOTS; None: none are taken); said in the summary."""
+    if not os.environ.get("BROWSER_SCREENSHOTS"):
+        return None
+    folder = Path(os.environ["BROWSER_SCREENSHOTS"])
     folder.mkdir(parents=True, exist_ok=True)
     line = f"browser screenshots: {folder}"
     print(f"\n{line}", file=sys.stderr)
@@ -426,12 +399,12 @@ def check_copy_button(tab, index: int) -> list[str]:
 
 
 def notebook_cells_with_output(source: str) -> int:
-    notebook = json.loads((DOCS / source).read_text())
+    notebook = json.loads((ROOT / source).read_text())
     return sum(1 for cell in notebook["cells"] if cell["cell_type"] == "code" and cell.get("outputs"))
 
 
-def shoot_diagrams(tab, folder: Path, name: str) -> list[str]:
-    """Screenshot each diagram in the light and the dark palette; its colour must follow the palette."""
+def check_diagrams(tab, folder: Path | None, name: str) -> list[str]:
+    """Each diagram's colour must follow the palette; with a folder, screenshot it in light and dark."""
     problems, colours = [], {}
     figures = tab.locator(".md-content figure.diagram")
     for scheme in ("default", "slate"):
@@ -439,8 +412,9 @@ def shoot_diagrams(tab, folder: Path, name: str) -> list[str]:
         for i in range(figures.count()):
             figure = figures.nth(i)
             colours.setdefault(i, []).append(figure.locator("svg").first.evaluate("s => getComputedStyle(s).color"))
-            figure.screenshot(path=folder / f"{name}--diagram-{i + 1}-{'dark' if scheme == 'slate' else 'light'}.png",
-                              animations="disabled")
+            if folder:
+                shade = "dark" if scheme == "slate" else "light"
+                figure.screenshot(path=folder / f"{name}--diagram-{i + 1}-{shade}.png", animations="disabled")
     tab.evaluate("() => document.body.setAttribute('data-md-color-scheme', 'default')")
     problems += [f"diagram {i + 1} has the same colour ({light}) in the light and the dark palette"
                  for i, (light, dark) in colours.items() if light == dark]
@@ -461,24 +435,25 @@ def test_page_works_in_a_browser(tab, recorder, screenshots, source, url):
         expected = notebook_cells_with_output(source)
         if not found["cellsWithOutput"]:
             problems.append(f"notebook page shows no outputs ({found['cells']} code cells; "
-                            f"{expected} have outputs in {DOCS.name}/{source})")
+                            f"{expected} have outputs in {source})")
         elif found["cellsWithOutput"] != expected:
             problems.append(f"notebook page shows outputs under {found['cellsWithOutput']} code cells, "
-                            f"{DOCS.name}/{source} has {expected} with outputs")
+                            f"{source} has {expected} with outputs")
     name = screenshot_name(url)
     if found["figures"]:
-        problems += shoot_diagrams(tab, screenshots, name)
-    tab.evaluate("""() => {
-      window.scrollTo(0, 0);  // the copy check scrolled; the header belongs at the top
-      document.querySelector(".md-dialog")?.classList.remove("md-dialog--active");  // "Copied to clipboard"
-    }""")
-    tab.screenshot(path=screenshots / f"{name}.png", full_page=True, animations="disabled")
+        problems += check_diagrams(tab, screenshots, name)
+    if screenshots:
+        tab.evaluate("""() => {
+          window.scrollTo(0, 0);  // the copy check scrolled; the header belongs at the top
+          document.querySelector(".md-dialog")?.classList.remove("md-dialog--active");  // "Copied to clipboard"
+        }""")
+        tab.screenshot(path=screenshots / f"{name}.png", full_page=True, animations="disabled")
     problems += settled_problems(tab, recorder)
     assert not problems, f"{url or 'index'} ({tab.url}):\n  " + "\n  ".join(problems)
 
 
 SEARCH_DONE = """() => document.querySelector(".md-search-result__item")
-  || /no matching/i.test(document.querySelector(".md-search-result__meta")?.textContent || "")"""
+  || /no matching|没有找到/i.test(document.querySelector(".md-search-result__meta")?.textContent || "")"""
 
 
 def test_search_finds_distributed_sampler_on_the_multi_gpu_page(tab, recorder):
@@ -518,6 +493,20 @@ def test_palette_toggle_switches_to_dark_and_back(tab, recorder):
     expect(body).to_have_attribute("data-md-color-scheme", "default")
     tab.reload(wait_until="networkidle")  # the choice is remembered, so the next visit is light again
     expect(body).to_have_attribute("data-md-color-scheme", "default")
+    problems += settled_problems(tab, recorder)
+    assert not problems, "\n".join(problems)
+
+
+def test_the_language_switch_leads_to_the_same_page_in_the_other_edition(tab, recorder):
+    """Through the header's menu, as a reader does (every page's links are checked in test_site_build)."""
+    page = "a6-efficient-data-loaders/"
+    problems = open_page(tab, page)
+    for edition in (CHINESE, ENGLISH):
+        tab.locator(".md-header .md-select").hover()  # the menu opens on hover (and on focus)
+        tab.locator(f".md-select__link[hreflang={edition.language}]").click()
+        expect(tab).to_have_url(re.compile(rf"//{HOST}:\d+/{re.escape(edition.prefix + page)}$"))
+        expect(tab.locator("html")).to_have_attribute("lang", edition.language)
+        expect(tab.locator(".md-content h1")).to_contain_text("A.6")
     problems += settled_problems(tab, recorder)
     assert not problems, "\n".join(problems)
 
@@ -605,7 +594,9 @@ def test_page_reads_on_a_phone(phone_tab, recorder, screenshots, source, url):
     recorder.reset()
     problems = open_page(phone_tab, url)
     problems += phone_tab.evaluate(INSPECT_PHONE, [MIN_TEXT_PX, MIN_CODE_SHARE, BREAKS_AFTER])
-    phone_tab.screenshot(path=screenshots / f"{screenshot_name(url)}--phone.png", full_page=True, animations="disabled")
+    if screenshots:
+        phone_tab.screenshot(path=screenshots / f"{screenshot_name(url)}--phone.png", full_page=True,
+                             animations="disabled")
     problems += settled_problems(phone_tab, recorder)
     assert not problems, f"{url or 'index'} at {PHONE_WIDTH} px ({phone_tab.url}):\n  " + "\n  ".join(problems)
 
@@ -619,26 +610,32 @@ def search(tab, query: str) -> list[str]:
     field_ = tab.locator("input.md-search__input")
     if not field_.evaluate("el => el === document.activeElement"):
         tab.locator("label.md-search__icon").first.click()
-    field_.fill("")
-    field_.press_sequentially(query)  # Material reads the query on keyup, so type it
+    field_.fill(query)
+    field_.press("End")  # Material reads the query on keyup: one keyup, one search (typing it searched each prefix)
     tab.wait_for_function(SEARCH_DONE, timeout=10_000)
     return tab.locator(".md-search-result__item a.md-search-result__link").evaluate_all(
         "links => links.map(a => a.getAttribute('href'))")
 
 
 MAX_PREVIEW_CODE_LINES = 80  # a longer block in a preview is a whole script (150+ lines), not a section
-API_NAMES = {  # what a reader types: the page that explains it
-    "zero_grad": "a7-typical-training-loop",
-    "manual_seed": "a5-multilayer-neural-networks",
-    "from_numpy": "a2-understanding-tensors",
-    "state_dict": "a8-saving-and-loading-models",
-    "set_epoch": MULTI_GPU_PAGE,
-}
+SEARCHES = [  # what a reader types, in the edition they read: the page that explains it
+    ("", "zero_grad", "a7-typical-training-loop"),
+    ("", "manual_seed", "a5-multilayer-neural-networks"),
+    ("", "from_numpy", "a2-understanding-tensors"),
+    ("", "state_dict", "a8-saving-and-loading-models"),
+    ("", "set_epoch", MULTI_GPU_PAGE),
+    # Chinese words, which the index holds only if the build split the text into words (jieba),
+    # and an API name in the Chinese edition.
+    (CHINESE.prefix, "张量", "a2-understanding-tensors"),
+    (CHINESE.prefix, "梯度", "a4-automatic-differentiation"),
+    (CHINESE.prefix, "数据加载器", "a6-efficient-data-loaders"),
+    (CHINESE.prefix, "state_dict", "a8-saving-and-loading-models"),
+]
 
 
-@pytest.mark.parametrize(("query", "expected"), API_NAMES.items(), ids=API_NAMES)
-def test_search_finds_api_names_on_their_pages(tab, recorder, query, expected):
-    problems = open_page(tab, "")
+@pytest.mark.parametrize(("edition", "query", "expected"), SEARCHES, ids=[f"{e}{q}" for e, q, _ in SEARCHES])
+def test_search_finds_what_readers_type_on_its_page(tab, recorder, edition, query, expected):
+    problems = open_page(tab, edition)
     found = search(tab, query)
     if not found:
         meta = tab.locator(".md-search-result__meta").inner_text()
@@ -679,18 +676,21 @@ class _PagesHandler(_QuietHandler):
 # As the Pages workflow builds it: a project site under a sub-path. The 404 page's links are
 # absolute paths (/project/...), so the site works when served under /project/ on any host.
 PUBLISHED = {"SITE_URL": f"https://example.github.io/{SUB_PATH}/",
-             "REPO_URL": "https://github.com/example/appendix-a", "EDIT_URI": "edit/main/docs/"}
+             "REPO_URL": "https://github.com/example/appendix-a", "EDIT_URI": "edit/main/docs/",
+             "EDIT_URI_ZH": "edit/main/docs-zh/"}
 
 
 @pytest.fixture(scope="session")
 def published_site(tmp_path_factory) -> Path:
-    """A folder holding project/, the site built with the Pages workflow's environment."""
+    """A folder holding project/, the site (both editions) built with the Pages workflow's environment."""
     root = tmp_path_factory.mktemp("pages")
     with pytest.MonkeyPatch.context() as patch:
         for name, value in PUBLISHED.items():
             patch.setenv(name, value)
-        result = mkdocs_build(MKDOCS_YML, root / SUB_PATH)
-    assert result.returncode == 0, f"mkdocs build --strict with {PUBLISHED} failed:\n{result.stderr}"
+        for edition in EDITIONS.values():  # as `make build` does: English first
+            result = mkdocs_build(ROOT / edition.config, root / SUB_PATH / edition.prefix)
+            assert result.returncode == 0, (
+                f"mkdocs build --strict -f {edition.config} with {PUBLISHED} failed:\n{result.stderr}")
     return root
 
 
@@ -703,10 +703,11 @@ def sub_path_site(chromium, published_site):
 
 def test_sitemap_lists_every_page(published_site):
     site_url = PUBLISHED["SITE_URL"]
-    listed = set(re.findall(r"<loc>([^<]+)</loc>", (published_site / SUB_PATH / "sitemap.xml").read_text()))
+    listed = {url for edition in EDITIONS.values() for url in re.findall(
+        r"<loc>([^<]+)</loc>", (published_site / SUB_PATH / edition.prefix / "sitemap.xml").read_text())}
     missing = [source for source, url in PAGES if site_url + url not in listed]
-    assert not missing, (f"sitemap.xml of a build with SITE_URL={site_url} does not list the pages of "
-                         f"{missing}; it lists {sorted(listed) or 'nothing'} (is site_url read from SITE_URL?)")
+    assert not missing, (f"the sitemaps of a build with SITE_URL={site_url} do not list the pages of "
+                         f"{missing}; they list {sorted(listed) or 'nothing'} (is site_url read from SITE_URL?)")
 
 
 def test_edit_links_only_where_the_page_source_is_in_the_repository(built_site, published_site):
@@ -719,8 +720,8 @@ def test_edit_links_only_where_the_page_source_is_in_the_repository(built_site, 
         if source.endswith(".ipynb"):
             if links:
                 problems.append(f"{url}: a generated notebook page offers an edit link to {links[0]}")
-        elif links != [f"{PUBLISHED['REPO_URL']}/{PUBLISHED['EDIT_URI']}{source}"]:
-            problems.append(f"{url or 'index'}: edit link {links or 'missing'}, expected one to docs/{source}")
+        elif links != [f"{PUBLISHED['REPO_URL']}/edit/main/{source}"]:
+            problems.append(f"{url or 'index'}: edit link {links or 'missing'}, expected one to {source}")
         if local := edit_link.findall((built_site / page).read_text()):
             problems.append(f"{url or 'index'}: a local build links to {local[0]}, which is not this repository")
     assert not problems, "\n".join(problems)
@@ -742,7 +743,7 @@ def test_404_page_under_a_sub_path_has_search_and_the_contents(browser, sub_path
         problems = []
         # The way back: contents that link to every page of the nav, the home page included.
         links = set(tab.locator(".md-content li a").evaluate_all("links => links.map(a => a.href)"))
-        problems += [f"the contents on the 404 page have no link to {sub_path_site}{url}" for _, url in PAGES
+        problems += [f"the contents on the 404 page have no link to {sub_path_site}{url}" for _, url in ENGLISH_PAGES
                      if f"{sub_path_site}{url}" not in links]
         # Search: its button opens the search, which finds a page under the sub-path.
         tab.locator(".md-content [data-search-button]").click()

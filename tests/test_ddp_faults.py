@@ -163,7 +163,7 @@ def run_in_process(script, args=(), env=None):
     CUDA_VISIBLE_DEVICES="", the script sees no GPU.
     """
     saved_env, saved_argv = dict(os.environ), list(sys.argv)
-    saved_spawn, saved_cuda = torch.multiprocessing.spawn, torch.cuda.is_available
+    saved_spawn, saved_cuda, saved_exit = torch.multiprocessing.spawn, torch.cuda.is_available, os._exit
     saved_handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
     stderr = io.StringIO()
     start = time.monotonic()
@@ -175,7 +175,10 @@ def run_in_process(script, args=(), env=None):
         def no_spawn(*_, **__):
             raise AssertionError(f"{script} {' '.join(map(str, args))} started processes")
 
-        torch.multiprocessing.spawn = no_spawn
+        def leave(status):  # a rank ends with os._exit (no interpreter shutdown); here, end the run only
+            raise SystemExit(status)
+
+        torch.multiprocessing.spawn, os._exit = no_spawn, leave
         torch.cuda.is_available = lambda: False
         with contextlib.redirect_stderr(stderr), contextlib.redirect_stdout(io.StringIO()) as stdout:
             try:
@@ -184,7 +187,7 @@ def run_in_process(script, args=(), env=None):
             except SystemExit as exit:
                 status = exit.code
     finally:
-        torch.multiprocessing.spawn, torch.cuda.is_available = saved_spawn, saved_cuda
+        torch.multiprocessing.spawn, torch.cuda.is_available, os._exit = saved_spawn, saved_cuda, saved_exit
         for number, handler in saved_handlers.items():
             signal.signal(number, handler)
         os.environ.clear()

@@ -1,6 +1,8 @@
 """The stored notebooks run on their own: executed again in a fresh Jupyter kernel, cell after cell in
-one namespace (not page by page, as they were recorded), they print what they store, and the files are clean."""
+one namespace (not page by page, as they were recorded), they print what they store, and the files are clean.
+The Chinese edition's notebooks hold the same code cells, with the same outputs, and Chinese text."""
 
+import re
 from concurrent.futures import ThreadPoolExecutor
 
 import nbformat
@@ -8,12 +10,13 @@ import pytest
 from nbclient import NotebookClient
 
 from tools import pages, record
+from tools.editions import CHINESE, EDITIONS, ENGLISH
 
 NAMES = list(pages.NOTEBOOKS)
 
 
-def stored(name: str) -> nbformat.NotebookNode:
-    return nbformat.read(record.NOTEBOOK_DIR / f"{name}.ipynb", as_version=4)
+def stored(name: str, edition=ENGLISH) -> nbformat.NotebookNode:
+    return nbformat.read(edition.notebooks / f"{name}.ipynb", as_version=4)
 
 
 def stdout_of(cell) -> str:
@@ -52,8 +55,20 @@ def test_reexecution_reproduces_the_stored_outputs(name, reexecuted):
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_the_stored_notebook_is_clean(name):
-    text = (record.NOTEBOOK_DIR / f"{name}.ipynb").read_text()
+def test_the_chinese_notebook_has_the_english_code_and_outputs(name):
+    code = {edition.language: [(cell.source, cell.metadata, cell.outputs) for cell in stored(name, edition).cells
+                               if cell.cell_type == "code"] for edition in (ENGLISH, CHINESE)}
+    assert code["zh"] == code["en"], (
+        f"{CHINESE.docs.name}/notebooks/{name}.ipynb has other code cells than the English one: run `make outputs`")
+    text = [cell.source for cell in stored(name, CHINESE).cells if cell.cell_type == "markdown"]
+    english = [source for source in text if not re.search(r"[\u4e00-\u9fff]", source)]
+    assert not english, f"a text cell of the Chinese {name}.ipynb is not Chinese: {english[0][:200]!r}"
+
+
+@pytest.mark.parametrize("edition", EDITIONS.values(), ids=EDITIONS)
+@pytest.mark.parametrize("name", NAMES)
+def test_the_stored_notebook_is_clean(name, edition):
+    text = (edition.notebooks / f"{name}.ipynb").read_text()
     notebook = nbformat.reads(text, as_version=4)
     nbformat.validate(notebook)
     assert notebook.metadata == {"kernelspec": record.KERNEL, "language_info": {"name": "python"}}

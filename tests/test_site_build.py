@@ -1,16 +1,20 @@
-"""The site builds strictly; each chapter page shows exactly its code (the download a reader can run
-alone) with the recorded output under it; the build refuses a stale or missing output."""
+"""The site builds strictly, both editions; each chapter page shows exactly its code (the download a
+reader can run alone) with the recorded output under it; the build refuses a stale or missing output.
+The Chinese edition has every page of the English one, written in Chinese, showing the same code and
+outputs, and a language switch between the two on every page."""
 
 import html
+import posixpath
 import re
 import shutil
 from pathlib import Path
 
 import pytest
 from bs4 import BeautifulSoup
-from conftest import ROOT, mkdocs_build
+from conftest import ROOT, mkdocs_build, nav_pages
 
 from tools import pages
+from tools.editions import CHINESE, EDITIONS, ENGLISH
 
 DOCS = ROOT / "docs"
 
@@ -27,8 +31,10 @@ def blocks(page_html: str) -> list[tuple[str, str]]:
 
 
 def test_the_site_builds_strictly(built_site):
-    assert (built_site / "index.html").exists()
-    assert (built_site / "notebooks" / "code-part1" / "index.html").exists()
+    for edition in EDITIONS.values():
+        home = (built_site / edition.prefix / "index.html").read_text()
+        assert f'<html lang="{edition.language}"' in home
+        assert (built_site / edition.prefix / "notebooks" / "code-part1" / "index.html").exists()
 
 
 @pytest.mark.parametrize("page", pages.chapter_pages())
@@ -60,14 +66,74 @@ def test_a_page_shows_its_download_and_the_outputs_it_prints(page, built_site, r
         assert box.select_one(f'a[href$="/blob/main/docs/notebooks/{notebook}.ipynb"]'), "no Open in Colab link"
 
 
+@pytest.mark.parametrize("edition", EDITIONS.values(), ids=EDITIONS)
 @pytest.mark.parametrize("name", pages.NOTEBOOKS)
-def test_a_notebook_page_links_its_chapters_and_colab(name, built_site):
-    soup = BeautifulSoup((built_site / "notebooks" / name / "index.html").read_text(), "html.parser")
-    box = soup.select_one(".admonition.info")
+def test_a_notebook_page_links_its_chapters_and_colab(name, edition, built_site):
+    page = built_site / edition.prefix / "notebooks" / name / "index.html"
+    box = BeautifulSoup(page.read_text(), "html.parser").select_one(".admonition.info")
+    assert box.select_one(".admonition-title").get_text() == edition.words["read_along"]
     chapters = [a["href"] for a in box.select("a") if "colab" not in a["href"]]
-    assert chapters == [f"../../{Path(page).stem}/" for page in pages.NOTEBOOKS[name][1]]
+    assert chapters == [f"../../{Path(page).stem}/" for page in pages.NOTEBOOKS[name]]
     colab = box.select_one('a[href^="https://colab.research.google.com/github/"]')
-    assert colab and colab["href"].endswith(f"/blob/main/docs/notebooks/{name}.ipynb")
+    assert colab and colab["href"].endswith(f"/blob/main/{edition.docs.name}/notebooks/{name}.ipynb")
+
+
+# ---------------------------------------------------------------------------------------------
+# The Chinese edition
+
+PAIRS = list(zip(nav_pages(ENGLISH), nav_pages(CHINESE)))  # ((source, url) in English, in Chinese)
+HAN = re.compile(r"[\u4e00-\u9fff]")
+ENGLISH_ONLY = "authoring.md"  # a maintainers' page: the Chinese edition shows it in English
+
+
+def test_every_english_page_has_its_chinese_counterpart():
+    """Same file names, same order (the strict build fails on a page in the nav that does not exist)."""
+    english, chinese = ([source.split("/", 1)[1] for source, _ in nav_pages(e)] for e in (ENGLISH, CHINESE))
+    assert chinese == english, f"{CHINESE.config} lists {chinese}, {ENGLISH.config} lists {english}"
+
+
+def _prose(page_html: str) -> list[str]:
+    """The text of each paragraph, list item, heading, caption, table cell and box title, code left out."""
+    article = BeautifulSoup(page_html, "html.parser").select_one("article")
+    for code in article.select("pre, code, svg, math, .headerlink"):
+        code.decompose()
+    return [element.get_text(" ", strip=True) for element in article.select(
+        "p, li, h1, h2, h3, h4, figcaption, td, th, summary, .admonition-title")]
+
+
+@pytest.mark.parametrize("chinese", [zh for _, zh in PAIRS if not zh[0].endswith(ENGLISH_ONLY)], ids=lambda p: p[1])
+def test_a_chinese_page_is_written_in_chinese(chinese, built_site):
+    prose = _prose((built_site / chinese[1] / "index.html").read_text())
+    english = [text for text in prose if len(re.findall(r"[A-Za-z]", text)) >= 12 and not HAN.search(text)]
+    assert not english, f"{chinese[0]} has prose in English only: {english[0][:200]!r}"
+    characters = sum(len(HAN.findall(text)) for text in prose)
+    assert characters >= 300, f"{chinese[0]} has {characters} Chinese characters: is it translated?"
+
+
+@pytest.mark.parametrize(("english", "chinese"), PAIRS, ids=[zh[1] for _, zh in PAIRS])
+def test_a_chinese_page_shows_the_code_and_outputs_of_its_english_page(english, chinese, built_site):
+    """Code blocks, Output blocks, plots and diagrams: the same, in the same order (their titles are translated)."""
+    shown = {}
+    for source, url in (english, chinese):
+        page = (built_site / url / "index.html").read_text()
+        soup = BeautifulSoup(page, "html.parser")
+        shown[source] = {"code and outputs": [text for _, text in blocks(page)],
+                         "plots": [img["src"] for img in soup.select(".md-content figure.plot img")],
+                         "diagrams": len(soup.select(".md-content figure.diagram svg"))}
+    for what in shown[english[0]]:
+        assert shown[chinese[0]][what] == shown[english[0]][what], (
+            f"{chinese[0]} does not show the {what} of {english[0]}: change the pages together")
+
+
+@pytest.mark.parametrize(("english", "chinese"), PAIRS, ids=[zh[1] for _, zh in PAIRS])
+def test_the_language_switch_leads_to_the_same_page_in_the_other_edition(english, chinese, built_site):
+    for _, url in (english, chinese):
+        soup = BeautifulSoup((built_site / url / "index.html").read_text(), "html.parser")
+        links = {a["hreflang"]: a["href"] for a in soup.select("a.md-select__link[hreflang]")}
+        leads_to = {language: posixpath.normpath(posixpath.join("/" + url, href)).rstrip("/") + "/"
+                    for language, href in links.items()}
+        expected = {"en": "/" + english[1], "zh": "/" + chinese[1]}
+        assert leads_to == expected, f"on {url or 'index'}, the language switch leads to {leads_to}"
 
 
 def test_the_exercises_box_comes_after_the_solutions(built_site):

@@ -227,7 +227,9 @@ def machine():
             f"Python {platform.python_version()}, torch {torch.__version__}")
 
 
-def label(entry, note=""):
+def label(entry, note="", language="en"):
+    if language == "zh":
+        return f"*由 `{entry['command']}` 于 {entry['date']} 测得：{entry['machine']}{note}。*"
     return f"*Measured by `{entry['command']}` on {entry['date']}: {entry['machine']}{note}.*"
 
 
@@ -235,17 +237,30 @@ def ratio(a, b):
     return f"{a / b:.1f}×"
 
 
-def matmul_md(m):
+# The English and the Chinese edition each include their own file: measured/NAME.md, measured/NAME.zh.md.
+def matmul_md(m, language="en"):
+    if language == "zh":
+        gpu = f"；在 {m['gpu']} 上耗时 {m['gpu_us']:.1f} µs" if m["gpu"] else "；当时没有可用的 GPU"
+        return (f"在下面这台机器上，这次乘法用 {m['threads']} 个 torch 线程耗时 {m['cpu_us']:.0f} µs"
+                f"（单线程 {m['cpu_1_thread_us']:.0f} µs）{gpu}。\n\n{label(m, language=language)}\n")
     gpu = f"; on the {m['gpu']} it took {m['gpu_us']:.1f} µs" if m["gpu"] else "; no GPU was available"
     return (f"On the machine below the product took {m['cpu_us']:.0f} µs with {m['threads']} torch threads "
             f"({m['cpu_1_thread_us']:.0f} µs with one){gpu}.\n\n{label(m)}\n")
 
 
-def ddp_md(d):
+def ddp_md(d, language="en"):
+    zh = language == "zh"
     rows = []
     for name, f in d["launches"].items():
-        launcher, n = name.split() if name != "plain" else ("plain `python`", "1 (no DDP)")
+        plain = ("普通 `python`", "1（不用 DDP）") if zh else ("plain `python`", "1 (no DDP)")
+        launcher, n = name.split() if name != "plain" else plain
         rows.append(f"| {n} | {launcher} | {f['wall']:.2f} s | {f['startup']:.2f} s | {f['step_ms']:.2f} ms |\n")
+    if zh:
+        return (f"| 进程数 | 启动方式 | 训练 {d['epochs']} 轮的总耗时 | 启动耗时 | 一个训练步 |\n"
+                "| --- | --- | --- | --- | --- |\n" + "".join(rows) +
+                f"\n含启动在内，两个进程的总耗时是单个普通进程的 {two_against_one(d, 'wall', zh)}；"
+                f"一个训练步的开销是它的 {two_against_one(d, 'step_ms', zh)}。\n\n"
+                f"{label(d, '；每行取 %d 次启动的中位数' % d['runs'], language)}\n")
     note = f"; medians of {d['runs']} launches per row"
     return (f"| Processes | Launcher | Wall time, {d['epochs']} epochs | Start-up | One training step |\n"
             "| --- | --- | --- | --- | --- |\n" + "".join(rows) +
@@ -253,11 +268,12 @@ def ddp_md(d):
             f"included, and a training step costs {two_against_one(d, 'step_ms')} as much.\n\n{label(d, note)}\n")
 
 
-def two_against_one(d, key):
+def two_against_one(d, key, zh=False):
     """2 processes against 1 plain process, for both launchers: '1.6× (spawn) and 1.7× (torchrun)'."""
     plain = d["launches"]["plain"][key]
-    return " and ".join(f"{ratio(d['launches'][f'{launcher} 2'][key], plain)} ({launcher})"
-                        for launcher in ("spawn", "torchrun"))
+    return (" 和 " if zh else " and ").join(
+        ratio(d["launches"][f"{launcher} 2"][key], plain) + (f"（{launcher}）" if zh else f" ({launcher})")
+        for launcher in ("spawn", "torchrun"))
 
 
 README_ROWS = {  # section: [(what, figure)]
@@ -289,8 +305,9 @@ def readme_md(results):
 
 def render(results, out):
     """Write measured/*.md and README's marked region from the results."""
-    (out / "measured" / "matmul.md").write_text(matmul_md(results["matmul"]))
-    (out / "measured" / "ddp.md").write_text(ddp_md(results["ddp"]))
+    for language, suffix in [("en", ".md"), ("zh", ".zh.md")]:
+        (out / "measured" / f"matmul{suffix}").write_text(matmul_md(results["matmul"], language))
+        (out / "measured" / f"ddp{suffix}").write_text(ddp_md(results["ddp"], language))
     readme = out / "README.md"
     text = (readme if readme.exists() else ROOT / "README.md").read_text()
     before, rest = text.split(README_START, 1)

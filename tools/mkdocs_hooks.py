@@ -19,7 +19,7 @@ import os
 import re
 import sys
 from pathlib import Path
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote, urljoin, urlsplit
 
 import latex2mathml.converter
 from mkdocs.structure.files import File
@@ -30,12 +30,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # mkdocs loads thi
 for name in [name for name in sys.modules if name == "tools" or name.startswith("tools.")]:
     del sys.modules[name]
 
-from tools import pages, plots  # noqa: E402
+from tools import editions, pages, plots  # noqa: E402
 from tools.record import GPU_OUTPUTS as GPU  # noqa: E402
 from tools.record import MANIFEST, varying_patterns  # noqa: E402
 from tools.sections import OUTPUTS, ROOT, section_code  # noqa: E402
 
 log = logging.getLogger("mkdocs.hooks")
+# jieba (the search's Chinese word splitter) prints its dictionary's loading times on every build.
+logging.getLogger("jieba").setLevel(logging.WARNING)
 DOWNLOADS = ["scripts/*.py", "scripts/*.sbatch"]
 SERVING = "APPENDIX_A_SERVING"  # set by on_startup; an environment variable outlives the reloads of this file
 
@@ -65,6 +67,16 @@ def math_inline(source, language, css_class, md):
 
 
 def on_config(config):
+    """The edition's own site_url (the Chinese one is published under the English site, in zh/), its
+    language switch, and the math renderers."""
+    edition = editions.of(config)
+    english_url = config.site_url.removesuffix(edition.prefix)
+    config.site_url = urljoin(english_url, edition.prefix)
+    root = urlsplit(english_url).path
+    # Material's language switch, with each edition's root; on each page, partials/alternate.html
+    # leads to the same page in the other language instead.
+    config.extra["alternate"] = [{"name": other.name, "lang": other.language, "link": root + other.prefix}
+                                 for other in editions.EDITIONS.values()]
     fences = config.mdx_configs.setdefault("pymdownx.superfences", {}).setdefault("custom_fences", [])
     fences.append({"name": "math", "class": "math", "format": math_block})
     inline = config.mdx_configs.setdefault("pymdownx.inlinehilite", {}).setdefault("custom_inline", [])
@@ -73,6 +85,11 @@ def on_config(config):
 
 
 def on_files(files, config):
+    edition = editions.of(config)
+    if edition is not editions.ENGLISH:  # the stylesheet and script are the English edition's
+        for path in sorted((editions.ENGLISH.docs / "assets").glob("*.*")):
+            if not files.get_file_from_path(f"assets/{path.name}"):
+                files.append(File.generated(config, f"assets/{path.name}", abs_src_path=str(path)))
     for pattern in DOWNLOADS:
         for path in sorted(ROOT.glob(pattern)):
             files.append(File.generated(config, f"downloads/{path.relative_to(ROOT).as_posix()}",
@@ -105,20 +122,23 @@ def _missing(module: str, section: str) -> bool:
     return False
 
 
-def _title(cells, varying, environment) -> str:
-    reasons = [varying[cell.key]["reason"] for cell in cells if cell.key in varying]
+def _title(cells, varying, environment, edition) -> str:
+    words = edition.words
+    reasons = [varying[cell.key].get(f"reason_{edition.language}", varying[cell.key]["reason"])
+               for cell in cells if cell.key in varying]
     if not reasons:
-        return "Output"
-    return f"Output · recorded with torch {environment['torch']}, {environment['device']} · {'; '.join(reasons)}"
+        return words["output"]
+    return f"{words['output']} · {words['recorded'].format(**environment)} · {'; '.join(reasons)}"
 
 
-def _with_outputs(markdown: str, page: str) -> str:
+def _with_outputs(markdown: str, page: str, edition) -> str:
+    source = f"{edition.docs.name}/{page}"
     try:
         cells = pages.program(page, markdown)
     except (KeyError, ValueError) as error:  # pymdownx.snippets stops a build on it; serving, show the page
         if serving():
             markdown = pages.INCLUDE.sub(lambda m: "" if _missing(*m.groups()) else m[0], markdown)
-        return _problem(f"docs/{page}: {error.args[0]}", "Missing code") + markdown  # no outputs until fixed
+        return _problem(f"{source}: {error.args[0]}", "Missing code") + markdown  # no outputs until fixed
     recorded = json.loads(MANIFEST.read_text())
     entries = recorded["pages"].get(page, {})
     current = dict(zip((cell.key for cell in cells), pages.fingerprints(cells)))
@@ -130,7 +150,7 @@ def _with_outputs(markdown: str, page: str) -> str:
         fence_cells = [by_key[f"{m}:{s}"] for m, s in pages.INCLUDE.findall(match["includes"])]
         for cell in fence_cells:
             entry = entries.get(cell.key)
-            where = f"snippets/{cell.module}.py, section '{cell.section}' on docs/{page}"
+            where = f"snippets/{cell.module}.py, section '{cell.section}' on {source}"
             if entry is None or entry["code"] != current[cell.key]:
                 marks += _problem(f"{where}: its code (or code before it on the page) changed since its "
                                   "output was recorded; run `make outputs`.")
@@ -140,18 +160,19 @@ def _with_outputs(markdown: str, page: str) -> str:
         block = match[0]
         if printed:
             lines = "".join(f'{indent}--8<-- "snippets/outputs/{c.module}/{c.section}.txt"\n' for c in printed)
-            title = _title(printed, varying, recorded["environment"])
+            title = _title(printed, varying, recorded["environment"], edition)
             block += f'\n\n{indent}```text title="{title}"\n{lines}{indent}```'
             on_gpu = [c for c in printed if c.key in varying and (GPU / c.module / f"{c.section}.txt").exists()]
             if on_gpu:  # recorded by `make gpu-check` on a CUDA machine
                 gpu = json.loads((GPU / "recorded.json").read_text())["environment"]
                 lines = "".join(f'{indent}--8<-- "snippets/outputs/gpu/{c.module}/{c.section}.txt"\n' for c in on_gpu)
-                block += (f'\n\n{indent}```text title="Output on a GPU · recorded with torch {gpu["torch"]}, '
-                          f'{gpu["device"]}"\n{lines}{indent}```')
+                block += (f'\n\n{indent}```text title="{edition.words["output_on_gpu"]} · '
+                          f'{edition.words["recorded"].format(**gpu)}"\n{lines}{indent}```')
         for cell in fence_cells:  # a plot drawn at record time from what the code computed
             plot = OUTPUTS / cell.module / f"{cell.section}.plot.json"
             if (page, cell.key) in plots.PLOTS and plot.exists():
                 alt = json.loads(plot.read_text())["title"]
+                alt = edition.words.get(alt, alt)
                 block += (f'\n\n{indent}<figure class="plot" markdown="span">\n{indent}'
                           f'![{alt}](plots/{cell.module}/{cell.section}.svg)\n{indent}<figcaption>{alt}</figcaption>\n'
                           f"{indent}</figure>")
@@ -165,34 +186,35 @@ def _with_outputs(markdown: str, page: str) -> str:
 # ---------------------------------------------------------------------------------------------
 # "Run it yourself"
 
-def _colab(config, notebook: str) -> str | None:
+def _colab(config, notebook: str, edition) -> str | None:
     """An Open in Colab link for a notebook of this repository, where it is on GitHub."""
     repo = urlsplit(config.repo_url or "")
     if repo.netloc != "github.com":
         return None
     branch = match[1] if (match := re.search(r"(?:edit|blob)/([^/]+)/", config.edit_uri or "")) else "main"
-    return (f"https://colab.research.google.com/github{repo.path.rstrip('/')}/blob/{branch}/docs/"
-            f"notebooks/{notebook}.ipynb")
+    return (f"https://colab.research.google.com/github{repo.path.rstrip('/')}/blob/{branch}/"
+            f"{edition.docs.name}/notebooks/{notebook}.ipynb")
 
 
-def _run_it_yourself(page, config) -> str:
-    src = page.file.src_uri
+def _run_it_yourself(page, config, edition) -> str:
+    src, words = page.file.src_uri, edition.words
     name = pages.download_name(src)
     script = get_relative_url(f"downloads/{name}", src)
-    links = [f'[`{name}`]({script}){{ download="{name}" }}, this page\'s code as one script that runs alone '
-             "with torch installed"]
+    links = [words["download"].format(script=f'[`{name}`]({script}){{ download="{name}" }}')]
     if notebook := pages.notebook_of(src):
-        links.append(f"the executed notebook [{notebook}]({get_relative_url(f'notebooks/{notebook}.ipynb', src)})"
-                     + (f", or [open it in Colab]({colab})" if (colab := _colab(config, notebook)) else ""))
-    return '!!! tip "Run it yourself"\n\n    Download ' + "; or ".join(links) + ".\n\n"
+        colab = _colab(config, notebook, edition)
+        links.append(words["notebook"].format(
+            notebook=f"[{notebook}]({get_relative_url(f'notebooks/{notebook}.ipynb', src)})")
+            + (words["colab"].format(url=colab) if colab else ""))
+    return f'!!! tip "{words["run_it_yourself"]}"\n\n    ' + words["or"].join(links) + ".\n\n"
 
 
 def on_page_markdown(markdown, page, config, files):
-    src = page.file.src_uri
+    src, edition = page.file.src_uri, editions.of(config)
     if src not in pages.chapter_pages():
         return markdown
-    markdown = _with_outputs(markdown, src)
-    box = _run_it_yourself(page, config)
+    markdown = _with_outputs(markdown, src, edition)
+    box = _run_it_yourself(page, config, edition)
     if page.meta.get("run_it_yourself") == "at the end":  # e.g. not above the exercises' solutions
         return f"{markdown.rstrip()}\n\n{box}"
     title, _, rest = markdown.partition("\n")  # after the title, which stays first
@@ -220,13 +242,13 @@ def on_nav(nav, config, files):
 
 def _read_along(page, config) -> str:
     """A box on a notebook page: the chapters its cells come from, and Open in Colab."""
-    name = Path(page.file.src_uri).stem
+    name, edition = Path(page.file.src_uri).stem, editions.of(config)
+    words = edition.words
     links = " · ".join(f'<a href="{get_relative_url(CHAPTERS[p][1], page.url)}">{CHAPTERS[p][0]}</a>'
-                       for p in pages.NOTEBOOKS[name][1])
-    colab = _colab(config, name)
-    colab = f' <a href="{colab}">Open it in Colab</a>, or download it with the button above.' if colab else ""
-    return ('<div class="admonition info"><p class="admonition-title">Read along</p>'
-            f"<p>The text and cells below are those of {links}, where each one is explained.{colab}</p></div>\n")
+                       for p in pages.NOTEBOOKS[name])
+    colab = words["read_along_colab"].format(url=colab) if (colab := _colab(config, name, edition)) else ""
+    return (f'<div class="admonition info"><p class="admonition-title">{words["read_along"]}</p>'
+            f"<p>{words['read_along_text'].format(chapters=links)}{colab}</p></div>\n")
 
 
 # Display math in a notebook's text cells, which Jupyter and Colab render with MathJax; the site
@@ -258,3 +280,19 @@ def on_post_page(output, page, config):
     first = STYLE.search(body).start()
     body = body[:first] + link + STYLE.sub("", body[first:])
     return head + "<body" + COLLAPSER.sub("", CDN_MERMAID.sub("", body))
+
+
+# ---------------------------------------------------------------------------------------------
+# The language switch: to the same page in the other edition
+
+def on_page_context(context, page, config, nav):
+    """{language: link} for partials/alternate.html: this page in each edition, where it has one,
+    else that edition's home page. Relative links, so they work wherever the site is published."""
+    edition, url = editions.of(config), page.url
+    if url.endswith(".html"):  # the 404 page, served at any depth: the editions' roots, from site_url
+        return context
+    to_english_root = "../" * url.count("/") + "../" * edition.prefix.count("/")
+    context["counterparts"] = {
+        other.language: to_english_root + other.prefix + (url if (other.docs / page.file.src_uri).exists() else "")
+        for other in editions.EDITIONS.values()}
+    return context

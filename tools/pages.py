@@ -14,18 +14,17 @@ from pathlib import Path
 from tools.sections import ROOT, section_code
 
 DOCS = ROOT / "docs"
-# The one mapping from notebooks to pages: name -> (title, pages in order).
+# The one mapping from notebooks to pages: name -> pages in order (the titles are in tools/editions.py).
 NOTEBOOKS = {
-    "code-part1": ("Appendix A, code part 1: A.1 to A.8", [
+    "code-part1": [
         "a1-what-is-pytorch.md", "a2-understanding-tensors.md", "a3-computation-graphs.md",
         "a4-automatic-differentiation.md", "a5-multilayer-neural-networks.md",
         "a6-efficient-data-loaders.md", "a7-typical-training-loop.md",
         "a8-saving-and-loading-models.md",
-    ]),
-    "code-part2": ("Appendix A, code part 2: A.9 GPU training", ["a9-gpu-training.md"]),
-    "exercise-solutions": ("Appendix A, exercise solutions", ["exercises.md"]),
+    ],
+    "code-part2": ["a9-gpu-training.md"],
+    "exercise-solutions": ["exercises.md"],
 }
-EARLIER_CODE = "Code from earlier sections"  # the title of the collapsed block at the top of a page
 
 # An include of a snippet section on its own line, at any indentation (inside a block or not).
 INCLUDE = re.compile(r'^[ \t]*--8<-- "snippets/(\w+)\.py:([\w-]+)"[ \t]*$', re.M)
@@ -44,15 +43,15 @@ class Cell:
 
 def chapter_pages() -> list[str]:
     """The pages whose code is recorded: every page of a notebook, in notebook order."""
-    return [page for _, pages in NOTEBOOKS.values() for page in pages]
+    return [page for pages in NOTEBOOKS.values() for page in pages]
 
 
 def notebook_of(page: str) -> str | None:
-    return next((name for name, (_, pages) in NOTEBOOKS.items() if page in pages), None)
+    return next((name for name, pages in NOTEBOOKS.items() if page in pages), None)
 
 
-def page_text(page: str) -> str:
-    return (DOCS / page).read_text()
+def page_text(page: str, docs: Path = DOCS) -> str:
+    return (docs / page).read_text()
 
 
 def program(page: str, text: str | None = None) -> list[Cell]:
@@ -70,8 +69,8 @@ def fingerprints(cells: list[Cell]) -> list[str]:
     return prints
 
 
-def title(page: str) -> str:
-    return next(line[2:].strip() for line in page_text(page).splitlines() if line.startswith("# "))
+def title(page: str, docs: Path = DOCS) -> str:
+    return next(line[2:].strip() for line in page_text(page, docs).splitlines() if line.startswith("# "))
 
 
 def download_name(page: str) -> str:

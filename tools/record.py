@@ -42,11 +42,11 @@ except ModuleNotFoundError:  # Python 3.10: the backport, pinned for it in requi
     import tomli as tomllib
 
 from tools import pages, plots
+from tools.editions import EDITIONS, Edition
 from tools.sections import OUTPUTS, ROOT, SNIPPETS
 
 VARYING = SNIPPETS / "varying_outputs.toml"
 MANIFEST = OUTPUTS / "recorded.json"
-NOTEBOOK_DIR = pages.DOCS / "notebooks"
 RERECORD = "make outputs"
 KERNEL = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
 # Lines that no declared pattern may accept: a pattern that matches one of them accepts too much.
@@ -262,7 +262,7 @@ class Recording:
     outputs: dict[str, str] = field(default_factory=dict)  # "module:section" -> printed text
     manifest: dict = field(default_factory=dict)
     plots: dict[str, dict] = field(default_factory=dict)  # "module:section" -> {title, data, svg}
-    notebooks: dict[str, str] = field(default_factory=dict)  # name -> file text
+    notebooks: dict[Path, str] = field(default_factory=dict)  # docs/notebooks/NAME.ipynb (and docs-zh/…) -> text
     scripts: dict[str, str] | None = None  # scripts/outputs/NAME -> text; None: not run this time
     runs: dict[str, dict] = field(default_factory=dict)  # page -> run_page()
 
@@ -273,7 +273,7 @@ class Recording:
                 {"title": plot["title"], "data": plot["data"]}, indent=1) + "\n"
             files[output_path(key, ".svg")] = plot["svg"]
         files[MANIFEST] = json.dumps(self.manifest, indent=2, sort_keys=True) + "\n"
-        files.update({NOTEBOOK_DIR / f"{name}.ipynb": text for name, text in self.notebooks.items()})
+        files.update(self.notebooks)
         files.update({SCRIPT_OUTPUTS / name: text for name, text in (self.scripts or {}).items()})
         return files
 
@@ -319,8 +319,10 @@ def record(scripts: bool = True) -> Recording:
         patterns = varying.get(key, {}).get("lines", [])
         if stored is not None and stored != text and compare_text(stored, text, patterns, key) is None:
             recording.outputs[key] = stored
-    for name in pages.NOTEBOOKS:
-        recording.notebooks[name] = notebook_text(name, runs, recording.outputs)
+    for edition in EDITIONS.values():  # one notebook per language: the same cells, the text of its edition
+        for name in pages.NOTEBOOKS:
+            recording.notebooks[edition.notebooks / f"{name}.ipynb"] = notebook_text(
+                name, runs, recording.outputs, edition)
     return recording
 
 
@@ -333,7 +335,8 @@ def _stored_output(key: str) -> str | None:
 def stored_files(scripts: bool = False) -> dict[Path, str]:
     """What is committed now, in the places a recording writes (with `scripts`, the DDP runs' too)."""
     paths = [*OUTPUTS.glob("[!g]*/*.txt"), *OUTPUTS.glob("*/*.plot.json"), *OUTPUTS.glob("*/*.svg"), MANIFEST,
-             *NOTEBOOK_DIR.glob("*.ipynb"), *(SCRIPT_OUTPUTS.glob("*.txt") if scripts else [])]
+             *(path for edition in EDITIONS.values() for path in edition.notebooks.glob("*.ipynb")),
+             *(SCRIPT_OUTPUTS.glob("*.txt") if scripts else [])]
     return {path: path.read_text() for path in paths if path.exists()}
 
 
@@ -380,9 +383,9 @@ FENCE = re.compile(r"^(`{3,})(\w*)")
 LOCAL_LINK = re.compile(r"\[([^\]]+)\]\((?!https?://)[^)]*\)")
 
 
-def _markdown_and_code(page: str):
+def _markdown_and_code(page: str, edition: Edition):
     """The page as a list of ("markdown", line) and ("code", index in its program, from the earlier-code block)."""
-    text = re.sub(r"\A---\n.*?\n---\n", "", pages.page_text(page), flags=re.S)
+    text = re.sub(r"\A---\n.*?\n---\n", "", pages.page_text(page, edition.docs), flags=re.S)
     text = re.sub(r"<figure.*?</figure>\n?", "", text, flags=re.S)
     items, fence, language, include, earlier = [], None, "", 0, False
     for line in text.splitlines():
@@ -402,7 +405,7 @@ def _markdown_and_code(page: str):
             items.append(("markdown", {"math": "$$", "python": None}.get(language, line)))
         elif match := ADMONITION.match(line):
             heading = match[2] if match[2] is not None else match[1].capitalize()
-            earlier = heading == pages.EARLIER_CODE
+            earlier = heading == edition.words["earlier_code"]
             items.append(("markdown", None if earlier or not heading else f"**{heading}**\n"))
         elif not (earlier or line.startswith("<") or "--8<--" in line):
             if heading := re.match(r"^(#{1,5}) (.*)$", line):  # one level down; no code marks (the TOC)
@@ -416,19 +419,16 @@ def _markdown_cell(lines: list[str]):
     return [nbformat.v4.new_markdown_cell(text)] if text else []
 
 
-def notebook_text(name: str, runs: dict[str, dict], outputs: dict[str, str]) -> str:
-    """The notebook `name` as it is stored: text cells from its pages, code cells with outputs."""
-    title, notebook_pages = pages.NOTEBOOKS[name]
+def notebook_text(name: str, runs: dict[str, dict], outputs: dict[str, str], edition: Edition) -> str:
+    """The notebook `name` as it is stored: text cells from its pages in `edition`, code cells with outputs."""
+    notebook_pages, words = pages.NOTEBOOKS[name], edition.words
     plot_of = {(page, key): plot for page in notebook_pages for key, plot in runs[page]["plots"].items()}
-    chapters = ", ".join(pages.title(page).split(" ")[0] for page in notebook_pages)
-    cells = [nbformat.v4.new_markdown_cell(
-        f"# {title}\n\nThe text and code of {chapters} of the executable book, with the outputs recorded when "
-        "it ran. Run the cells from the top: later cells use what earlier ones defined. It needs only "
-        "torch (and numpy).")]
+    chapters = ", ".join(pages.title(page, edition.docs).split(" ")[0] for page in notebook_pages)
+    cells = [nbformat.v4.new_markdown_cell(f"# {words[name]}\n\n{words['notebook_intro'].format(chapters=chapters)}")]
     seen = set()
     for page in notebook_pages:
         program, markdown, noted = runs[page]["cells"], [], False
-        for item in _markdown_and_code(page):
+        for item in _markdown_and_code(page, edition):
             if item[0] == "markdown":
                 markdown.append(item[1])
                 continue
@@ -436,7 +436,7 @@ def notebook_text(name: str, runs: dict[str, dict], outputs: dict[str, str]) -> 
             if cell.key in seen:
                 continue  # an earlier page of this notebook defined it already
             if earlier and not noted:
-                markdown.append(f"\n**{pages.EARLIER_CODE}**, so that this part runs on its own:")
+                markdown.append(f"\n{words['earlier_code_cell']}")
                 noted = True
             cells += _markdown_cell(markdown)
             markdown = []

@@ -12,12 +12,18 @@ Material skips any element marked data-search-exclude.
 """
 
 import re
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # mkdocs loads this file by path
+from tools.editions import EDITIONS
 
 # A code block titled with a script's path alone; a section of a script has "path: section".
 WHOLE_SCRIPT = re.compile(r'<div class="language-\w+ highlight"(?=><span class="filename">scripts/[\w.-]+</span>)')
 
 
-EARLIER_CODE = re.compile(r'<details(?= class="example">\s*<summary>Code from earlier sections</summary>)')
+EARLIER_CODE = re.compile(r'<details(?= class="example">\s*<summary>(?:%s)</summary>)'
+                          % "|".join(re.escape(edition.words["earlier_code"]) for edition in EDITIONS.values()))
 
 # mkdocs-jupyter's prompts, copy buttons and the hidden text those buttons copy.
 NOTEBOOK_CHROME = re.compile(r'<div(?= class="(?:jp-InputPrompt|zeroclipboard-container|clipboard-copy-txt)\b)')

@@ -1,0 +1,83 @@
+"""The site's two editions, English and Simplified Chinese, and the words the tools write in each.
+
+Both editions show the same code and the same recorded outputs: a Chinese page in docs-zh/ has the
+English page's file name and includes the same snippet sections, in the same order (a test checks
+the built pages). Only the prose differs, and what the hooks and the recorder write around the code
+is taken from here.
+"""
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from tools.sections import ROOT
+
+
+@dataclass(frozen=True)
+class Edition:
+    language: str  # theme.language in its MkDocs config, and <html lang>
+    name: str  # in the language switch
+    config: str  # its MkDocs config file
+    docs: Path
+    prefix: str  # where it is built and published, under the English site's root
+    words: dict[str, str]
+
+    @property
+    def notebooks(self) -> Path:
+        return self.docs / "notebooks"
+
+
+ENGLISH = Edition("en", "English", "mkdocs.yml", ROOT / "docs", "", {
+    "output": "Output",
+    "recorded": "recorded with torch {torch}, {device}",
+    "output_on_gpu": "Output on a GPU",
+    "earlier_code": "Code from earlier sections",  # the title of the collapsed block at the top of a page
+    "earlier_code_cell": "**Code from earlier sections**, so that this part runs on its own:",
+    "run_it_yourself": "Run it yourself",
+    "download": "Download {script}, this page's code as one script that runs alone with torch installed",
+    "notebook": "the executed notebook {notebook}",
+    "or": "; or ",
+    "colab": ", or [open it in Colab]({url})",
+    "read_along": "Read along",
+    "read_along_text": "The text and cells below are those of {chapters}, where each one is explained.",
+    "read_along_colab": ' <a href="{url}">Open it in Colab</a>, or download it with the button above.',
+    "code-part1": "Appendix A, code part 1: A.1 to A.8",  # the notebooks' titles
+    "code-part2": "Appendix A, code part 2: A.9 GPU training",
+    "exercise-solutions": "Appendix A, exercise solutions",
+    "notebook_intro": ("The text and code of {chapters} of the executable book, with the outputs recorded when "
+                       "it ran. Run the cells from the top: later cells use what earlier ones defined. It needs "
+                       "only torch (and numpy)."),
+})
+
+CHINESE = Edition("zh", "简体中文", "mkdocs.zh.yml", ROOT / "docs-zh", "zh/", {
+    "output": "输出",
+    "recorded": "录制于 torch {torch}，{device}",
+    "output_on_gpu": "在 GPU 上的输出",
+    "earlier_code": "前面各节的代码",
+    "earlier_code_cell": "**前面各节的代码**，先运行它们，这一部分才能独立运行：",
+    "run_it_yourself": "自己动手运行",
+    "download": "下载 {script}：本页的全部代码合成的一个脚本，只需安装 torch 即可独立运行",
+    "notebook": "已执行的笔记本 {notebook}",
+    "or": "；或",
+    "colab": "，或[在 Colab 中打开]({url})",
+    "read_along": "对照阅读",
+    "read_along_text": "下面的文字和代码单元格来自 {chapters}，每一段在那里都有讲解。",
+    "read_along_colab": ' <a href="{url}">在 Colab 中打开</a>，或用上方的按钮下载。',
+    "code-part1": "附录 A 代码，第 1 部分：A.1 至 A.8",
+    "code-part2": "附录 A 代码，第 2 部分：A.9 GPU 训练",
+    "exercise-solutions": "附录 A 练习参考答案",
+    "notebook_intro": ("本书可执行版中 {chapters} 的文字和代码，附带运行时录制的输出。请从上往下依次运行各单元格："
+                       "后面的单元格会用到前面定义的内容。只需要 torch（以及 numpy）。"),
+    # The captions of the plots (tools/plots.py gives the English ones).
+    "The training loss after each step, as the log above prints it": "每一步之后的训练损失，即上面日志打印的数值",
+    "The class the trained model predicts at each point, with the training examples":
+        "训练好的模型在每个点上预测的类别，以及训练样本",
+    "The toy data: five training and two test examples in two classes":
+        "玩具数据：两个类别中的五个训练样本和两个测试样本",
+})
+
+EDITIONS = {edition.language: edition for edition in (ENGLISH, CHINESE)}
+
+
+def of(config) -> Edition:
+    """The edition a MkDocs config builds, by its theme's language."""
+    return EDITIONS[config.theme["language"]]
