@@ -92,6 +92,15 @@ class Recorder:
     console_errors: list[str] = field(default_factory=list)
     page_errors: list[str] = field(default_factory=list)
 
+    def __post_init__(self):
+        self.in_flight = set()  # requests not answered yet: not cleared by reset()
+
+    def on_request(self, request):
+        self.in_flight.add(request)
+
+    def on_request_done(self, request):
+        self.in_flight.discard(request)
+
     def reset(self):
         for name in self.__dataclass_fields__:
             getattr(self, name).clear()
@@ -118,6 +127,7 @@ class Recorder:
             self.bad_responses.append(f"{response.status} {response.url}")
 
     def on_request_failed(self, request):
+        self.on_request_done(request)
         if urlsplit(request.url).hostname == HOST:  # outside requests are reported as such
             self.failed.append(f"{request.url} ({request.failure})")
 
@@ -228,6 +238,8 @@ def watched_tab(context, recorder, console=True):
     context.set_default_timeout(15_000)
     context.route("**/*", recorder.route)
     page = context.new_page()
+    page.on("request", recorder.on_request)
+    page.on("requestfinished", recorder.on_request_done)
     page.on("response", recorder.on_response)
     page.on("requestfailed", recorder.on_request_failed)
     if console:
@@ -270,10 +282,19 @@ def open_page(tab, url: str) -> list[str]:
     return []
 
 
+QUIET_MS = 200  # Playwright's "networkidle" waits 500 ms, which was a fifth of this file's time
+
+
 def settled_problems(tab, recorder) -> list[str]:
-    """What went wrong on the network and the console, once the page has stopped loading anything."""
-    tab.wait_for_load_state("networkidle")
-    return recorder.problems()
+    """What went wrong on the network and the console, once the page has loaded and has asked for
+    nothing for QUIET_MS."""
+    tab.wait_for_load_state("load")
+    quiet, waited = 0, 0
+    while quiet < QUIET_MS and waited < 15_000:
+        tab.wait_for_timeout(50)  # events arrive while Playwright waits
+        quiet, waited = (0 if recorder.in_flight else quiet + 50), waited + 50
+    late = [f"still loading after {waited / 1000:.0f} s: {request.url}" for request in recorder.in_flight]
+    return recorder.problems() + late
 
 
 # ---------------------------------------------------------------------------
@@ -452,23 +473,24 @@ def test_page_works_in_a_browser(tab, recorder, screenshots, source, url):
     assert not problems, f"{url or 'index'} ({tab.url}):\n  " + "\n  ".join(problems)
 
 
-SEARCH_DONE = """() => document.querySelector(".md-search-result__item")
-  || /no matching|没有找到/i.test(document.querySelector(".md-search-result__meta")?.textContent || "")"""
+# The result links once the search has answered, read in the same step as the check (the list
+# is rendered again while the results come in); [] when the search says it found nothing.
+SEARCH_RESULTS = """() => {
+  const links = [...document.querySelectorAll(".md-search-result__item a.md-search-result__link")].map(a => a.href);
+  const meta = document.querySelector(".md-search-result__meta")?.textContent || "";
+  return links.length ? links : /no matching|没有找到/i.test(meta) ? [] : null;
+}"""
+
+
+def search_results(tab) -> list[str]:
+    return tab.wait_for_function(SEARCH_RESULTS, timeout=10_000).json_value()
 
 
 def test_search_finds_distributed_sampler_on_the_multi_gpu_page(tab, recorder):
     problems = open_page(tab, "")
-    tab.keyboard.press("/")  # Material's shortcut; clicking the search field does the same
-    search = tab.locator("input.md-search__input")
-    if not search.evaluate("el => el === document.activeElement"):
-        tab.locator("label.md-search__icon").first.click()
-    search.press_sequentially("DistributedSampler")  # Material reads the query on keyup, so type it
-    tab.wait_for_function(SEARCH_DONE, timeout=10_000)
-    results = tab.locator(".md-search-result__item")
-    if not results.count():
-        meta = tab.locator(".md-search-result__meta").inner_text()
-        pytest.fail(f"searching for DistributedSampler shows no result (the search says {meta!r})", pytrace=False)
-    found = results.locator("a.md-search-result__link").evaluate_all("links => links.map(a => a.href)")
+    found = search(tab, "DistributedSampler")
+    if not found:
+        pytest.fail("searching for DistributedSampler shows no result", pytrace=False)
     assert any(MULTI_GPU_PAGE in href for href in found), (
         f"searching for DistributedSampler does not find the {MULTI_GPU_PAGE} page; it finds: {found}")
     tab.locator(f".md-search-result__item a[href*='{MULTI_GPU_PAGE}']").first.click()
@@ -612,9 +634,7 @@ def search(tab, query: str) -> list[str]:
         tab.locator("label.md-search__icon").first.click()
     field_.fill(query)
     field_.press("End")  # Material reads the query on keyup: one keyup, one search (typing it searched each prefix)
-    tab.wait_for_function(SEARCH_DONE, timeout=10_000)
-    return tab.locator(".md-search-result__item a.md-search-result__link").evaluate_all(
-        "links => links.map(a => a.getAttribute('href'))")
+    return search_results(tab)
 
 
 MAX_PREVIEW_CODE_LINES = 80  # a longer block in a preview is a whole script (150+ lines), not a section
@@ -750,9 +770,7 @@ def test_404_page_under_a_sub_path_has_search_and_the_contents(browser, sub_path
         search_field = tab.locator("input.md-search__input")
         expect(search_field).to_be_focused()
         search_field.press_sequentially("state_dict")
-        tab.wait_for_function(SEARCH_DONE, timeout=10_000)
-        found = tab.locator(".md-search-result__item a.md-search-result__link").evaluate_all(
-            "links => links.map(a => a.href)")
+        found = search_results(tab)
         if not any(href.startswith(f"{sub_path_site}a8-saving-and-loading-models/") for href in found):
             problems.append(f"search on the 404 page does not find the A.8 page under {sub_path_site}: {found}")
         # And a link of the contents leads to its page (through Material's instant navigation).
