@@ -19,8 +19,8 @@ Search finds the pages of the API names readers type, and of Chinese words in th
 and its previews show no whole script. The language switch leads to the same page in the other edition.
 Built as the Pages workflow builds it, the site lists every page in its sitemap, links each
 page to its source for editing (a generated notebook page to none), and serves a 404 page
-that works under a project's sub-path, with search and the contents. The palette toggle
-switches to dark and back.
+that works under a project's sub-path, with search, the contents and a way to the Chinese
+edition. The palette toggle switches to dark and back.
 
 With BROWSER_SCREENSHOTS=folder, a full-page screenshot of every page (at 1280 px and at
 390 px), and of each diagram in light and dark, is saved there to look at; the summary at the
@@ -765,6 +765,11 @@ def test_404_page_under_a_sub_path_has_search_and_the_contents(browser, sub_path
         links = set(tab.locator(".md-content li a").evaluate_all("links => links.map(a => a.href)"))
         problems += [f"the contents on the 404 page have no link to {sub_path_site}{url}" for _, url in ENGLISH_PAGES
                      if f"{sub_path_site}{url}" not in links]
+        # A reader of the Chinese edition gets this page too: it leads to that edition's home page.
+        chinese_home = tab.locator(f'.md-content a[hreflang="{CHINESE.language}"]').evaluate_all(
+            "links => links.map(a => a.href)")
+        if chinese_home != [f"{sub_path_site}{CHINESE.prefix}"]:
+            problems.append(f"the 404 page links the Chinese edition's home as {chinese_home}")
         # Search: its button opens the search, which finds a page under the sub-path.
         tab.locator(".md-content [data-search-button]").click()
         search_field = tab.locator("input.md-search__input")

@@ -40,6 +40,7 @@ ENGLISH = Edition("en", "English", "mkdocs.yml", ROOT / "docs", "", {
     "read_along": "Read along",
     "read_along_text": "The text and cells below are those of {chapters}, where each one is explained.",
     "read_along_colab": ' <a href="{url}">Open it in Colab</a>, or download it with the button above.',
+    "not_found": "Looking for a page of the English edition? Start from its home page:",  # on the other's 404 page
     "code-part1": "Appendix A, code part 1: A.1 to A.8",  # the notebooks' titles
     "code-part2": "Appendix A, code part 2: A.9 GPU training",
     "exercise-solutions": "Appendix A, exercise solutions",
@@ -62,6 +63,7 @@ CHINESE = Edition("zh", "简体中文", "mkdocs.zh.yml", ROOT / "docs-zh", "zh/"
     "read_along": "对照阅读",
     "read_along_text": "下面的文字和代码单元格来自 {chapters}，每一段在那里都有讲解。",
     "read_along_colab": ' <a href="{url}">在 Colab 中打开</a>，或用上方的按钮下载。',
+    "not_found": "在找中文版的页面？请从中文版首页开始：",
     "code-part1": "附录 A 代码，第 1 部分：A.1 至 A.8",
     "code-part2": "附录 A 代码，第 2 部分：A.9 GPU 训练",
     "exercise-solutions": "附录 A 练习参考答案",

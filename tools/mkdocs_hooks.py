@@ -75,7 +75,8 @@ def on_config(config):
     root = urlsplit(english_url).path
     # Material's language switch, with each edition's root; on each page, partials/alternate.html
     # leads to the same page in the other language instead.
-    config.extra["alternate"] = [{"name": other.name, "lang": other.language, "link": root + other.prefix}
+    config.extra["alternate"] = [{"name": other.name, "lang": other.language, "link": root + other.prefix,
+                                  "not_found": other.words["not_found"]}  # for overrides/404.html
                                  for other in editions.EDITIONS.values()]
     fences = config.mdx_configs.setdefault("pymdownx.superfences", {}).setdefault("custom_fences", [])
     fences.append({"name": "math", "class": "math", "format": math_block})
