@@ -9,6 +9,8 @@
 - Render math to MathML at build time, so formulas need no script and no network.
 - Move the ~590 KB of CSS that mkdocs-jupyter inlines into every notebook page into one
   shared stylesheet, and drop the markup its own CSS hides.
+- Serve both editions (mkdocs.yml, mkdocs.zh.yml): what these hooks write is in the edition's
+  language (tools/editions.py), and the language switch leads to the same page in the other one.
 """
 
 import hashlib

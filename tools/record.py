@@ -10,7 +10,8 @@ That single run gives everything that is stored:
 - snippets/outputs/MODULE/SECTION.txt, what each section printed (pages show it under the code);
 - snippets/outputs/recorded.json, where it was recorded and, for each cell of each page, a
   fingerprint of the code it ran after (the build refuses an output whose code has changed since);
-- docs/notebooks/*.ipynb, the pages' text and code with these outputs;
+- docs/notebooks/*.ipynb, the pages' text and code with these outputs, and docs-zh/notebooks/*.ipynb,
+  the same cells with the Chinese edition's text;
 - scripts/outputs/*.txt, what the DDP scripts print on 2 CPU processes with Gloo (the DDP tests
   compare their own launches with these).
 
