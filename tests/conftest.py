@@ -69,5 +69,6 @@ def nav_pages(edition: Edition) -> list[tuple[str, str]]:
     """(source, URL) of every page in the nav of `edition`, in nav order: the source in the repository
     (docs-zh/a1-what-is-pytorch.md) and the URL in the site that `make build` makes (zh/a1-what-is-pytorch/)."""
     nav = yaml_load((ROOT / edition.config).read_text())["nav"]
-    return [(f"{edition.docs.name}/{source}", edition.prefix + source.rsplit(".", 1)[0].removesuffix("index")
-             + ("/" if not source.startswith("index.") else "")) for source in _nav_sources(nav)]
+    stems = [(source, source.rsplit(".", 1)[0]) for source in _nav_sources(nav)]
+    return [(f"{edition.docs.name}/{source}", edition.prefix + ("" if stem == "index" else f"{stem}/"))
+            for source, stem in stems]
