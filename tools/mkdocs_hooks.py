@@ -209,7 +209,7 @@ def _run_it_yourself(page, config, edition) -> str:
         links.append(words["notebook"].format(
             notebook=f"[{notebook}]({get_relative_url(f'notebooks/{notebook}.ipynb', src)})")
             + (words["colab"].format(url=colab) if colab else ""))
-    return f'!!! tip "{words["run_it_yourself"]}"\n\n    ' + words["or"].join(links) + ".\n\n"
+    return f'!!! tip "{words["run_it_yourself"]}"\n\n    ' + words["or"].join(links) + words["full_stop"] + "\n\n"
 
 
 def on_page_markdown(markdown, page, config, files):
