@@ -112,14 +112,17 @@ def test_a_chinese_page_is_written_in_chinese(chinese, built_site):
 
 @pytest.mark.parametrize(("english", "chinese"), PAIRS, ids=[zh[1] for _, zh in PAIRS])
 def test_a_chinese_page_shows_the_code_and_outputs_of_its_english_page(english, chinese, built_site):
-    """Code blocks, Output blocks, plots and diagrams: the same, in the same order (their titles are translated)."""
+    """Code blocks, Output blocks, plots, diagrams and heading anchors: the same, in the same order (titles
+    are translated)."""
     shown = {}
     for source, url in (english, chinese):
         page = (built_site / url / "index.html").read_text()
         soup = BeautifulSoup(page, "html.parser")
         shown[source] = {"code and outputs": [text for _, text in blocks(page)],
                          "plots": [img["src"] for img in soup.select(".md-content figure.plot img")],
-                         "diagrams": len(soup.select(".md-content figure.diagram svg"))}
+                         "diagrams": len(soup.select(".md-content figure.diagram svg")),
+                         # Written out on the Chinese headings, so that links and anchors land alike.
+                         "heading anchors": [h["id"] for h in soup.select("article > :is(h2, h3, h4)[id]")]}
     for what in shown[english[0]]:
         assert shown[chinese[0]][what] == shown[english[0]][what], (
             f"{chinese[0]} does not show the {what} of {english[0]}: change the pages together")
