@@ -524,6 +524,8 @@ def test_the_language_switch_leads_to_the_same_page_in_the_other_edition(tab, re
     page = "a6-efficient-data-loaders/"
     problems = open_page(tab, page)
     for edition in (CHINESE, ENGLISH):
+        problems += settled_problems(tab, recorder)  # leaving earlier would abort what is still loading
+        recorder.reset()
         tab.locator(".md-header .md-select").hover()  # the menu opens on hover (and on focus)
         tab.locator(f".md-select__link[hreflang={edition.language}]").click()
         expect(tab).to_have_url(re.compile(rf"//{HOST}:\d+/{re.escape(edition.prefix + page)}$"))
