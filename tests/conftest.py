@@ -7,6 +7,7 @@ is written instead (all or nothing), so the comparisons then pass. `make outputs
 
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -41,16 +42,27 @@ def mkdocs_build(config: Path, site_dir: Path) -> subprocess.CompletedProcess:
     )
 
 
+def build_editions(site: Path, environment: str = "") -> Path:
+    """Both editions built strictly at once (a process each), then laid out as `make build` lays
+    them out: English in `site`, Chinese in `site`/zh. `environment` names what was set for them."""
+    editions = sorted(EDITIONS.values(), key=lambda edition: edition.prefix)  # English, the root, first
+    builds = [site.with_name(f"{site.name}-{edition.language}") for edition in editions]
+    with ThreadPoolExecutor(max_workers=len(builds)) as pool:
+        results = list(pool.map(lambda edition, build: mkdocs_build(ROOT / edition.config, build), editions, builds))
+    for edition, result in zip(editions, results):
+        assert result.returncode == 0, (
+            f"mkdocs build --strict -f {edition.config}{environment} failed:\n{result.stderr}")
+    for edition, build in zip(editions, builds):
+        build.rename(site / edition.prefix)
+    return site
+
+
 @pytest.fixture(scope="session")
 def built_site(request, tmp_path_factory) -> Path:
     """The site as `make build` makes it, both editions, built once into a temporary folder."""
     if request.config.getoption("--update-outputs"):
         request.getfixturevalue("recording")  # written first: the build refuses stale outputs
-    site = tmp_path_factory.mktemp("site")
-    for edition in EDITIONS.values():  # English first: its build empties site/
-        result = mkdocs_build(ROOT / edition.config, site / edition.prefix)
-        assert result.returncode == 0, f"mkdocs build --strict -f {edition.config} failed:\n{result.stderr}"
-    return site
+    return build_editions(tmp_path_factory.mktemp("builds") / "site")
 
 
 def _nav_sources(entries) -> list[str]:

@@ -2,6 +2,7 @@
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -74,9 +75,16 @@ def test_notebook_cache_reconverts_a_changed_notebook_and_reuses_an_unchanged_on
     stale = notebook_site / ".cache" / "mkdocs-jupyter" / "converter-0000"  # made by other versions
     stale.mkdir(parents=True)
     assert NOTEBOOK_TEXT in build(notebook_site)
-    cache = notebook_site / ".cache" / "mkdocs-jupyter" / f"converter-{converter_key()}"
+    cache = notebook_site / ".cache" / "mkdocs-jupyter" / f"converter-{converter_key()}" / "docs"
     [entry] = cache.glob("*.json")
     assert not stale.exists()
+    # Another edition's build (another docs folder, as mkdocs.zh.yml has) keeps this edition's entry.
+    shutil.copytree(notebook_site / "docs", notebook_site / "docs-other")
+    (notebook_site / "docs-other" / "nb.ipynb").write_text(notebook("The same notebook, translated."))
+    (notebook_site / "mkdocs.other.yml").write_text("INHERIT: mkdocs.yml\ndocs_dir: docs-other\nsite_dir: other\n")
+    subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f", "mkdocs.other.yml"],
+                   cwd=notebook_site, check=True, capture_output=True)
+    assert entry.exists(), "the other edition's build evicted this edition's notebook from the cache"
     # An unchanged notebook comes from the cache: a marker planted in the entry shows up.
     entry.write_text(entry.read_text().replace(NOTEBOOK_TEXT, "Served from the cache."))
     assert "Served from the cache." in build(notebook_site)

@@ -138,7 +138,9 @@ def test_an_interrupted_recording_changes_nothing_and_leaves_nothing_running(sig
                                                                               tmp_path):
     before = record.stored_files(scripts=True)
     recorder = subprocess.Popen([sys.executable, "-m", "tools.record"], cwd=ROOT, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, env={**os.environ, "TMPDIR": str(tmp_path)})
+                                stderr=subprocess.PIPE, text=True, env={**os.environ, "TMPDIR": str(tmp_path)},
+                                # a shell's background job ignores Ctrl-C, and so would the recorder
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         children = _descendants_once(psutil.Process(recorder.pid), moment, timeout=180)
         time.sleep(0.5)

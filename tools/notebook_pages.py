@@ -4,7 +4,9 @@
   converted notebook in its cache (`cache_dir`, default .cache/mkdocs-jupyter, git-ignored),
   keyed by the notebook's bytes and the plugin's options, but not by the converter: after an
   upgrade of mkdocs-jupyter or nbconvert it would serve what the old versions made. Here every
-  set of converter versions gets a cache folder of its own, and the folders of others go.
+  set of converter versions gets a cache folder of its own, and the folders of others go. Inside
+  it, each edition (docs folder) has its own: a build evicts every entry it did not use, so with
+  one shared folder the English and Chinese builds evicted each other's notebooks every time.
 - Leave the notebooks out of the search index: their cells are the chapters' code, which the
   chapter pages already index, and parsing their HTML was the largest part of indexing.
 """
@@ -30,7 +32,7 @@ def on_config(config):
     for old in root.glob("converter-*"):
         if old.name != folder:
             shutil.rmtree(old, ignore_errors=True)
-    plugin.config["cache_dir"] = str(root / folder)
+    plugin.config["cache_dir"] = str(root / folder / Path(config.docs_dir).name)
     return config
 
 

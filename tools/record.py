@@ -33,6 +33,7 @@ import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from itertools import zip_longest
 from pathlib import Path
 
 import nbformat
@@ -287,7 +288,8 @@ def output_path(key: str, suffix: str) -> Path:
 def record(scripts: bool = True) -> Recording:
     """Run every chapter page once (and the DDP scripts' recorded runs), and make what is stored."""
     chapter_pages = pages.chapter_pages()
-    jobs = [*(SCRIPT_RUNS if scripts else []), *chapter_pages]  # the longest first, all in one pool
+    # All in one pool, a DDP run (the longest jobs) and a page in turn: pages run from the start.
+    jobs = [job for pair in zip_longest(SCRIPT_RUNS if scripts else [], chapter_pages) for job in pair if job]
     done = dict(zip(jobs, in_parallel(lambda job: (run_script if job in SCRIPT_RUNS else run_page)(job), jobs)))
     runs = {page: done[page] for page in chapter_pages}
     varying = varying_patterns()
