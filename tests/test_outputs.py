@@ -2,6 +2,7 @@
 
 import contextlib
 import io
+import json
 import os
 import re
 import signal
@@ -156,3 +157,13 @@ def test_an_interrupted_recording_changes_nothing_and_leaves_nothing_running(sig
     assert list(ROOT.rglob(".*.recording")) == []
     ours = [name for name in os.listdir(tmp_path) if not name.startswith("torchinductor_")]  # torch's cache
     assert ours == [], "temporary folders left behind"
+
+
+def test_every_torch_version_typed_in_the_repository_is_the_recorded_one():
+    """The pins, the install commands and the output titles name the torch that recorded the outputs:
+    after an upgrade and `make outputs`, this names every place still showing the old version."""
+    recorded = json.loads(record.MANIFEST.read_text())["environment"]["torch"].split("+")[0]
+    files = [*ROOT.glob("docs*/*.md"), ROOT / "README.md", ROOT / "requirements.in", ROOT / "requirements.txt"]
+    stale = [f"{path.relative_to(ROOT)}: torch {version}" for path in files
+             for version in re.findall(r"\btorch(?:==| )(\d+\.\d+\.\d+)", path.read_text()) if version != recorded]
+    assert not stale, f"the outputs were recorded with torch {recorded}; these name another:\n" + "\n".join(stale)
