@@ -6,8 +6,9 @@
 #
 # Looks, in order, at $CHROMIUM, chromium-headless-shell, chromium, chromium-browser, google-chrome,
 # google-chrome-stable and $CHROME_BIN, and uses the first that renders a page headless. The headless
-# shell comes first: it is what Playwright itself runs headless, and it took a quarter less CPU here. GitHub's ubuntu-latest image has two:
-# its own Chromium build (/usr/bin/chromium) and Google Chrome (/usr/bin/google-chrome, also $CHROME_BIN).
+# shell comes first: it is what Playwright itself runs headless, and it took a quarter less CPU here.
+# GitHub's ubuntu-latest image has two others: its own Chromium build (/usr/bin/chromium) and Google
+# Chrome (/usr/bin/google-chrome, also $CHROME_BIN).
 # Ubuntu's chromium-browser package is a stub that installs a snap, which a runner or a container
 # cannot start: it never counts. When nothing is found, installs Debian's chromium-headless-shell.
 # It prints what it used; under GitHub Actions it also sets CHROMIUM for the later steps.
