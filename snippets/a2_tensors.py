@@ -1,36 +1,51 @@
 """A.2 Understanding tensors: ranks, data types and the everyday operations."""
 
 # --8<-- [start:create_tensors]
+import numpy as np
 import torch
 
-tensor0d = torch.tensor(1)                        # a scalar: rank 0
-tensor1d = torch.tensor([1, 2, 3])                # a vector: rank 1
-tensor2d = torch.tensor([[1, 2], [3, 4]])         # a matrix: rank 2
-tensor3d = torch.tensor([[[1, 2], [3, 4]],
-                         [[5, 6], [7, 8]]])       # rank 3
+# a scalar (rank 0), from a Python integer
+tensor0d = torch.tensor(1)
 
-for t in (tensor0d, tensor1d, tensor2d, tensor3d):
-    print(t.ndim, tuple(t.shape))
+# a vector (rank 1), from a list
+tensor1d = torch.tensor([1, 2, 3])
+
+# a matrix (rank 2), from a nested list
+tensor2d = torch.tensor([[1, 2],
+                         [3, 4]])
+
+# rank 3, from a list of matrices
+tensor3d_1 = torch.tensor([[[1, 2], [3, 4]],
+                           [[5, 6], [7, 8]]])
+
+# rank 3, from a NumPy array
+ary3d = np.array([[[1, 2], [3, 4]],
+                  [[5, 6], [7, 8]]])
+tensor3d_2 = torch.tensor(ary3d)      # copies the array's data
+tensor3d_3 = torch.from_numpy(ary3d)  # shares the array's memory
 # --8<-- [end:create_tensors]
 
 
+# --8<-- [start:tensor_ranks]
+for t in (tensor0d, tensor1d, tensor2d, tensor3d_1):
+    print(t.ndim, tuple(t.shape))
+# --8<-- [end:tensor_ranks]
+
+
 # --8<-- [start:print_tensor3d]
-print(tensor3d)
+print(tensor3d_1)
 # --8<-- [end:print_tensor3d]
 
 
-# --8<-- [start:numpy_copy_vs_share]
-import numpy as np
+# --8<-- [start:numpy_copy]
+ary3d[0, 0, 0] = 999  # change the NumPy array in place
+print(tensor3d_2)     # the copy keeps the old value
+# --8<-- [end:numpy_copy]
 
-ary3d = np.array([[[1, 2], [3, 4]],
-                  [[5, 6], [7, 8]]])
-copied = torch.tensor(ary3d)      # copies the data
-shared = torch.from_numpy(ary3d)  # shares the array's memory
 
-ary3d[0, 0, 0] = 999              # change the NumPy array in place
-print(copied[0, 0])
-print(shared[0, 0])
-# --8<-- [end:numpy_copy_vs_share]
+# --8<-- [start:numpy_share]
+print(tensor3d_3)  # shares the memory, so it sees the change
+# --8<-- [end:numpy_share]
 
 
 # --8<-- [start:integer_dtype]

@@ -1,4 +1,5 @@
-"""A.3 Seeing models as computation graphs: a logistic regression forward pass."""
+"""A.3 Seeing models as computation graphs: a logistic regression forward
+pass."""
 
 # --8<-- [start:forward_pass]
 import torch

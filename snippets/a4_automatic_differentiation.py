@@ -7,23 +7,29 @@ from torch.autograd import grad
 
 y = torch.tensor([1.0])
 x1 = torch.tensor([1.1])
-w1 = torch.tensor([2.2], requires_grad=True)  # track gradients for the parameters
+# requires_grad: track gradients for the parameters
+w1 = torch.tensor([2.2], requires_grad=True)
 b = torch.tensor([0.0], requires_grad=True)
 
 z = x1 * w1 + b
 a = torch.sigmoid(z)
 loss = F.binary_cross_entropy(a, y)
-print(loss)
 # --8<-- [end:graph_with_grad]
 
 
 # --8<-- [start:autograd_grad]
-grad_L_w1 = grad(loss, w1, retain_graph=True)  # keep the graph: we walk it again below
+# retain_graph: keep the graph, since we walk it again below
+grad_L_w1 = grad(loss, w1, retain_graph=True)
 grad_L_b = grad(loss, b, retain_graph=True)
 
 print(grad_L_w1)
 print(grad_L_b)
 # --8<-- [end:autograd_grad]
+
+
+# --8<-- [start:loss_grad_fn]
+print(loss)
+# --8<-- [end:loss_grad_fn]
 
 
 # --8<-- [start:backward]

@@ -1,4 +1,5 @@
-"""A.5 Implementing multilayer neural networks: NeuralNetwork, its parameters, a forward pass."""
+"""A.5 Implementing multilayer neural networks: NeuralNetwork, its parameters,
+a forward pass."""
 
 from snippets.appendix_a import NeuralNetwork  # the page shows its definition
 
@@ -17,15 +18,11 @@ print("Total number of trainable model parameters:", num_params)
 
 
 # --8<-- [start:unseeded_weight]
-torch.set_printoptions(sci_mode=False)  # fixed-point: the layout never depends on the draw
+# Fixed-point notation, so that the layout never depends on the draw:
+torch.set_printoptions(sci_mode=False)
 print(model.layers[0].weight)
 torch.set_printoptions(sci_mode=None)   # back to the default
 # --8<-- [end:unseeded_weight]
-
-
-# --8<-- [start:weight_shape]
-print(model.layers[0].weight.shape)
-# --8<-- [end:weight_shape]
 
 
 # --8<-- [start:seeded_weight]
@@ -33,6 +30,11 @@ torch.manual_seed(123)
 model = NeuralNetwork(50, 3)
 print(model.layers[0].weight)
 # --8<-- [end:seeded_weight]
+
+
+# --8<-- [start:weight_shape]
+print(model.layers[0].weight.shape)
+# --8<-- [end:weight_shape]
 
 
 # --8<-- [start:forward_pass]

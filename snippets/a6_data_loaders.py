@@ -1,33 +1,60 @@
-"""A.6 Setting up efficient data loaders: Dataset, DataLoader, shuffling and batching."""
+"""A.6 Setting up efficient data loaders: Dataset, DataLoader, shuffling and
+batching."""
 
-from snippets.appendix_a import X_test, X_train, ToyDataset, y_test, y_train  # shown on the page
+from snippets.appendix_a import (  # shown on the page
+    X_test, ToyDataset, train_ds, y_test,
+)
 
 # --8<-- [start:dataset_length]
-train_ds = ToyDataset(X_train, y_train)
-test_ds = ToyDataset(X_test, y_test)
-
 print(len(train_ds))
 # --8<-- [end:dataset_length]
 
 
-# --8<-- [start:shuffled_batches]
+# --8<-- [start:shuffled_loader]
 import torch
 from torch.utils.data import DataLoader
 
 torch.manual_seed(123)
 
-train_loader = DataLoader(dataset=train_ds, batch_size=2, shuffle=True, num_workers=0)
+train_loader = DataLoader(
+    dataset=train_ds,
+    batch_size=2,
+    shuffle=True,   # a new order every epoch
+    num_workers=0,  # load in the main process
+)
+# --8<-- [end:shuffled_loader]
 
+
+# --8<-- [start:test_loader]
+test_ds = ToyDataset(X_test, y_test)
+
+test_loader = DataLoader(
+    dataset=test_ds,
+    batch_size=2,
+    shuffle=False,  # evaluation needs no shuffling
+    num_workers=0,
+)
+# --8<-- [end:test_loader]
+
+
+# --8<-- [start:shuffled_batches]
 for idx, (x, y) in enumerate(train_loader):
     print(f"Batch {idx+1}:", x, y)
 # --8<-- [end:shuffled_batches]
 
 
-from snippets.appendix_a import train_loader
+# --8<-- [start:drop_last]
+train_loader = DataLoader(
+    dataset=train_ds,
+    batch_size=2,
+    shuffle=True,
+    num_workers=0,
+    drop_last=True,  # skip the last, smaller batch
+)
+# --8<-- [end:drop_last]
+
 
 # --8<-- [start:drop_last_batches]
-torch.manual_seed(123)
-
 for idx, (x, y) in enumerate(train_loader):
     print(f"Batch {idx+1}:", x, y)
 # --8<-- [end:drop_last_batches]
@@ -38,7 +65,7 @@ train_loader_with_workers = DataLoader(
     dataset=train_ds,
     batch_size=2,
     shuffle=True,
-    num_workers=2,            # two background processes prepare the next batches
+    num_workers=2,            # two background processes prepare batches
     persistent_workers=True,  # keep them alive between epochs
     drop_last=True,
 )

@@ -1,18 +1,39 @@
-"""A.7 A typical training loop: train NeuralNetwork on the toy data, then evaluate it."""
+"""A.7 A typical training loop: train NeuralNetwork on the toy data, then
+evaluate it."""
 
 from snippets.appendix_a import (  # the page shows these on A.5 to A.7
-    NeuralNetwork, X_train, compute_accuracy, test_loader, train_loader, train_model, y_train,
+    NeuralNetwork, X_train, compute_accuracy, test_loader, train_loader,
+    y_train,
 )
 
 # --8<-- [start:train]
 import torch
+import torch.nn.functional as F
 
 torch.manual_seed(123)
 model = NeuralNetwork(num_inputs=2, num_outputs=2)
 optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
 
 num_epochs = 3
-train_model(model, train_loader, optimizer, num_epochs)
+
+for epoch in range(num_epochs):
+
+    model.train()
+    for batch_idx, (features, labels) in enumerate(train_loader):
+
+        logits = model(features)                # 1. forward pass
+        loss = F.cross_entropy(logits, labels)  #    and loss
+
+        optimizer.zero_grad()                   # 2. forget old gradients
+        loss.backward()                         # 3. compute new ones
+        optimizer.step()                        # 4. update the weights
+
+        print(f"Epoch: {epoch+1:03d}/{num_epochs:03d}"
+              f" | Batch {batch_idx+1:03d}/{len(train_loader):03d}"
+              f" | Train/Val Loss: {loss:.2f}")
+
+    model.eval()
+    # Optional: evaluate the model here, e.g. on a validation set
 # --8<-- [end:train]
 
 
@@ -28,7 +49,6 @@ print(outputs)
 torch.set_printoptions(sci_mode=False)  # 0.0001 instead of 1.0000e-04
 probas = torch.softmax(outputs, dim=1)
 print(probas)
-torch.set_printoptions(sci_mode=None)   # back to the default
 # --8<-- [end:probabilities]
 
 

@@ -1,7 +1,7 @@
-"""A.9.1 and A.9.2: device-agnostic tensors and training NeuralNetwork on one GPU."""
+"""A.9.1 and A.9.2: device-agnostic tensors and training on one GPU."""
 
 from snippets.appendix_a import (  # the page shows these on A.5 to A.7
-    NeuralNetwork, compute_accuracy, test_loader, train_loader, train_model,
+    NeuralNetwork, compute_accuracy, test_loader, train_loader,
 )
 
 # --8<-- [start:pick_device]
@@ -17,40 +17,65 @@ print(device)
 # --8<-- [end:pick_device]
 
 
+# --8<-- [start:add_on_cpu]
+tensor_1 = torch.tensor([1., 2., 3.])
+tensor_2 = torch.tensor([4., 5., 6.])
+
+print(tensor_1 + tensor_2)
+# --8<-- [end:add_on_cpu]
+
+
 # --8<-- [start:add_on_device]
-tensor_1 = torch.tensor([1.0, 2.0, 3.0]).to(device)
-tensor_2 = torch.tensor([4.0, 5.0, 6.0]).to(device)
+tensor_1 = tensor_1.to(device)
+tensor_2 = tensor_2.to(device)
+
 print(tensor_1 + tensor_2)
 # --8<-- [end:add_on_device]
 
 
 # --8<-- [start:devices_must_match]
-# Without a GPU, the "meta" device (shapes without data) stands in for one.
-other_device = torch.device("cpu") if device.type != "cpu" else torch.device("meta")
-tensor_on_other = torch.tensor([4.0, 5.0, 6.0]).to(other_device)
+# Without a GPU, the "meta" device (shapes, no data) stands in for one.
+other_device = "cpu" if device.type != "cpu" else "meta"
+tensor_1 = tensor_1.to(other_device)
 try:
-    tensor_1 + tensor_on_other
+    print(tensor_1 + tensor_2)
 except RuntimeError as error:
     print("RuntimeError:", error)
 # --8<-- [end:devices_must_match]
 
 
-# --8<-- [start:to_returns_a_copy]
-features = torch.tensor([[1.0, 2.0]])
-features.to(device)             # returns a moved copy; `features` itself stays put
-print(features.device)
-features = features.to(device)  # tensors must be reassigned
-print(features.device)
-# --8<-- [end:to_returns_a_copy]
-
-
 # --8<-- [start:train_on_device]
+import torch.nn.functional as F
+
 torch.manual_seed(123)
 model = NeuralNetwork(num_inputs=2, num_outputs=2)
-model.to(device)  # moves the parameters in place: no reassignment needed for modules
+
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")  # NEW
+model.to(device)  # NEW
+
 optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
 
-train_model(model, train_loader, optimizer, num_epochs=3, device=device)
+num_epochs = 3
+
+for epoch in range(num_epochs):
+
+    model.train()
+    for batch_idx, (features, labels) in enumerate(train_loader):
+
+        features, labels = features.to(device), labels.to(device)  # NEW
+        logits = model(features)
+        loss = F.cross_entropy(logits, labels)
+
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+
+        print(f"Epoch: {epoch+1:03d}/{num_epochs:03d}"
+              f" | Batch {batch_idx+1:03d}/{len(train_loader):03d}"
+              f" | Train/Val Loss: {loss:.2f}")
+
+    model.eval()
+    # Optional: evaluate the model here, e.g. on a validation set
 # --8<-- [end:train_on_device]
 
 
@@ -58,3 +83,12 @@ train_model(model, train_loader, optimizer, num_epochs=3, device=device)
 print(compute_accuracy(model, train_loader, device=device))
 print(compute_accuracy(model, test_loader, device=device))
 # --8<-- [end:accuracy_on_device]
+
+
+# --8<-- [start:to_returns_a_copy]
+features = torch.tensor([[1.0, 2.0]])
+features.to(device)             # returns a moved copy; `features` stays put
+print(features.device)
+features = features.to(device)  # tensors must be reassigned
+print(features.device)
+# --8<-- [end:to_returns_a_copy]

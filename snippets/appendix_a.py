@@ -1,14 +1,14 @@
-"""The reusable pieces of Appendix A: the toy data, `ToyDataset`, `NeuralNetwork`,
-the training loop and `compute_accuracy`.
+"""The reusable pieces of Appendix A: the toy data, `ToyDataset`,
+`NeuralNetwork`, the data loaders and `compute_accuracy` (A.7's, and A.9's
+with a device).
 
-The chapter pages include these sections, and the chapter modules, the DDP scripts
-and the tests import them, so there is one copy of each.
+The chapter pages include these sections, and the chapter modules, the DDP
+scripts and the tests import them, so there is one copy of each.
 """
 
 # --8<-- [start:imports]
 import torch
-import torch.nn.functional as F
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import Dataset
 # --8<-- [end:imports]
 
 
@@ -72,54 +72,36 @@ test_ds = ToyDataset(X_test, y_test)
 
 
 # --8<-- [start:data_loaders]
+from torch.utils.data import DataLoader
+
+torch.manual_seed(123)
+
 train_loader = DataLoader(
     dataset=train_ds,
     batch_size=2,
-    shuffle=True,    # a new order every epoch
-    num_workers=0,   # load in the main process
-    drop_last=True,  # skip the last, smaller batch
+    shuffle=True,
+    num_workers=0,
+    drop_last=True,
 )
 
 test_loader = DataLoader(
     dataset=test_ds,
     batch_size=2,
-    shuffle=False,  # evaluation needs no shuffling
+    shuffle=False,
     num_workers=0,
 )
 # --8<-- [end:data_loaders]
 
 
-# --8<-- [start:train_model]
-def train_model(model, train_loader, optimizer, num_epochs, device="cpu"):
-    for epoch in range(num_epochs):
-        model.train()
-        for batch_idx, (features, labels) in enumerate(train_loader):
-            features, labels = features.to(device), labels.to(device)
-
-            logits = model(features)                # 1. forward pass
-            loss = F.cross_entropy(logits, labels)  #    and loss
-
-            optimizer.zero_grad()                   # 2. forget old gradients
-            loss.backward()                         # 3. compute new ones
-            optimizer.step()                        # 4. update the weights
-
-            print(f"Epoch: {epoch+1:03d}/{num_epochs:03d}"
-                  f" | Batch {batch_idx+1:03d}/{len(train_loader):03d}"
-                  f" | Train Loss: {loss:.2f}")
-
-        model.eval()
-        # Optional: evaluate on a validation set here
-# --8<-- [end:train_model]
-
-
 # --8<-- [start:compute_accuracy]
-def compute_accuracy(model, dataloader, device="cpu"):
-    model = model.eval()
+def compute_accuracy(model, dataloader):
+
+    model.eval()
     correct = 0.0
     total_examples = 0
 
-    for features, labels in dataloader:
-        features, labels = features.to(device), labels.to(device)
+    for idx, (features, labels) in enumerate(dataloader):
+
         with torch.no_grad():
             logits = model(features)
 
@@ -130,3 +112,26 @@ def compute_accuracy(model, dataloader, device="cpu"):
 
     return (correct / total_examples).item()
 # --8<-- [end:compute_accuracy]
+
+
+# --8<-- [start:compute_accuracy_on_device]
+def compute_accuracy(model, dataloader, device):
+
+    model = model.eval()
+    correct = 0.0
+    total_examples = 0
+
+    for idx, (features, labels) in enumerate(dataloader):
+
+        features, labels = features.to(device), labels.to(device)  # NEW
+
+        with torch.no_grad():
+            logits = model(features)
+
+        predictions = torch.argmax(logits, dim=1)
+        compare = labels == predictions
+        correct += torch.sum(compare)
+        total_examples += len(compare)
+
+    return (correct / total_examples).item()
+# --8<-- [end:compute_accuracy_on_device]

@@ -24,8 +24,9 @@ from snippets.appendix_a import NeuralNetwork
 
 # --8<-- [start:a3_parameter_count]
 model = NeuralNetwork(2, 2)
+
 num_params = sum(p.numel() for p in model.parameters() if p.requires_grad)
-print(num_params)
+print("Total number of trainable model parameters:", num_params)
 # --8<-- [end:a3_parameter_count]
 
 
@@ -52,7 +53,8 @@ if torch.cuda.is_available():
 
     def product_on_gpu():
         a_gpu @ b_gpu
-        torch.cuda.synchronize()  # GPU kernels run asynchronously: wait for the result
+        # GPU kernels run asynchronously: wait for the result
+        torch.cuda.synchronize()
 
     product_on_gpu()  # warm-up: the first call pays for CUDA initialization
     seconds = timeit.timeit(product_on_gpu, number=runs) / runs

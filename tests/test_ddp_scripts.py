@@ -137,7 +137,8 @@ def test_script_imports_only_torch_and_the_standard_library(script):
 
 
 # The chapter's toy_dataset section ends by building the two datasets; the scripts copy the class.
-COPIED = {"neural_network": "", "toy_data": "", "toy_dataset": "\n\n\ntrain_ds =", "compute_accuracy": ""}
+# compute_accuracy_on_device is the book's compute_accuracy with a device, as its DDP script has it.
+COPIED = {"neural_network": "", "toy_data": "", "toy_dataset": "\n\n\ntrain_ds =", "compute_accuracy_on_device": ""}
 
 
 @pytest.mark.parametrize("script", SCRIPT_NAMES)
@@ -151,6 +152,39 @@ def test_copied_code_is_the_chapters(script, section):
                                         f"snippets/appendix_a.py:{section}", f"scripts/{script}:{section}"))
     assert not diff, (f"scripts/{script} section '{section}' differs from snippets/appendix_a.py section "
                       f"'{section}', which the chapter pages show; make the two the same:\n{diff}")
+
+
+# The book's order of its DDP scripts' parts (the toy data, which the book builds inside
+# prepare_dataset, and the evaluation inside main are sections of their own here).
+BOOK_ORDER = ["ddp_setup", "toy_dataset", "neural_network", "prepare_dataset", "main",
+              "compute_accuracy_on_device", "launcher"]
+TORCHRUN_MARK = "NEW (torchrun)"
+
+
+@pytest.mark.parametrize("script", SCRIPT_NAMES)
+def test_script_reads_in_the_books_order(script):
+    names = [c.name for c in read_chunks(SCRIPTS / script) if c.name]
+    assert [n for n in names if n in BOOK_ORDER] == BOOK_ORDER, f"scripts/{script}: sections in the order {names}"
+    code = (SCRIPTS / script).read_text()
+    assert code.rstrip().endswith("# --8<-- [end:launcher]"), "the __main__ block comes last, as in the book"
+    wide = [f"{n}: {line}" for n, line in enumerate(code.splitlines(), 1) if len(line) > 80]
+    assert not wide, f"scripts/{script} has lines over 80 characters:\n" + "\n".join(wide)
+
+
+def test_torchrun_script_is_a_marked_diff_of_the_spawn_script():
+    spawn = (SCRIPTS / "DDP-script.py").read_text().splitlines()
+    torchrun = (SCRIPTS / "DDP-script-torchrun.py").read_text().splitlines()
+    assert not [line for line in spawn if TORCHRUN_MARK in line], "the mark is for the torchrun script"
+    assert ([c.name for c in read_chunks(SCRIPTS / "DDP-script.py") if c.name]
+            == [c.name for c in read_chunks(SCRIPTS / "DDP-script-torchrun.py") if c.name != "snapshot" and c.name]), \
+        "the same sections in the same order (and the snapshot section)"
+    unmarked = []
+    for tag, _, _, first, last in difflib.SequenceMatcher(None, spawn, torchrun, autojunk=False).get_opcodes():
+        changed = torchrun[first:last]
+        if tag in ("replace", "insert") and any(changed) and not any(TORCHRUN_MARK in line for line in changed):
+            unmarked.append("\n".join(f"{first + 1 + i}: {line}" for i, line in enumerate(changed)))
+    assert not unmarked, (f"lines of scripts/DDP-script-torchrun.py that differ from scripts/DDP-script.py "
+                          f"without '# {TORCHRUN_MARK}' on any of them:\n" + "\n---\n".join(unmarked))
 
 
 # --- training ------------------------------------------------------------------------------------

@@ -144,6 +144,23 @@ def test_the_exercises_box_comes_after_the_solutions(built_site):
     assert text.index("Run it yourself") > text.rindex("Exercise A.4")
 
 
+CODE_COLUMN = 80  # characters of code that Material's code column shows on a 1280 px screen
+
+
+def test_no_code_on_a_page_is_wider_than_the_code_column(built_site):
+    """Code blocks and notebook cells, both editions; outputs wrap and shell commands may run long."""
+    wide = []
+    for page in sorted(built_site.rglob("*.html")):
+        soup = BeautifulSoup(page.read_text(), "html.parser")
+        blocks = soup.select(".md-content div.highlight, .jp-InputArea .highlight-ipynb")
+        code = [block.select_one("pre") for block in blocks
+                if not {"language-bash", "language-text"} & set(block.get("class", []))]
+        for pre in filter(None, code):
+            wide += [f"{page.relative_to(built_site)}: {line}" for line in pre.get_text().splitlines()
+                     if len(line.rstrip()) > CODE_COLUMN]
+    assert not wide, f"{len(wide)} code lines wider than {CODE_COLUMN} characters:\n" + "\n".join(wide[:20])
+
+
 def test_no_python_is_typed_into_a_page():
     fence = re.compile(r"^[ \t]*```(?:python|py)\b[^\n]*\n(.*?)^[ \t]*```", re.S | re.M)
     for page in DOCS.rglob("*.md"):

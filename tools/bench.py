@@ -141,14 +141,23 @@ def measure_matmul(repeats):
 # The book's own training loop in one process, on the DDP scripts' data, batch size and learning rate.
 PLAIN_TRAINING = """\
 import torch
+import torch.nn.functional as F
 from torch.utils.data import DataLoader
-from snippets.appendix_a import NeuralNetwork, train_model
+from snippets.appendix_a import NeuralNetwork
 from tools.bench import ddp_training_data
 torch.set_num_threads(1)  # as the DDP scripts do: one thread per process
 torch.manual_seed(123)
 model = NeuralNetwork(num_inputs=2, num_outputs=2)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
 loader = DataLoader(ddp_training_data(), batch_size=2, shuffle=True, drop_last=True)
-train_model(model, loader, torch.optim.SGD(model.parameters(), lr=0.5), num_epochs={epochs})
+for epoch in range({epochs}):
+    model.train()
+    for features, labels in loader:
+        loss = F.cross_entropy(model(features), labels)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    print(f"Epoch: {{epoch + 1}}", flush=True)
 """
 
 

@@ -30,6 +30,10 @@ ENGLISH = Edition("en", "English", "mkdocs.yml", ROOT / "docs", "", {
     "output": "Output",
     "recorded": "recorded with torch {torch}, {device}",
     "output_on_gpu": "Output on a GPU",
+    "differs": "Differs from the book",  # the title of a note from snippets/book_differences.toml
+    "book_column": "In the book",
+    "page_column": "On this site",
+    "why_column": "What differs, and why",
     "earlier_code": "Code from earlier sections",  # the title of the collapsed block at the top of a page
     "earlier_code_cell": "**Code from earlier sections**, so that this part runs on its own:",
     "run_it_yourself": "Run it yourself",
@@ -54,6 +58,10 @@ CHINESE = Edition("zh", "简体中文", "mkdocs.zh.yml", ROOT / "docs-zh", "zh/"
     "output": "输出",
     "recorded": "录制于 torch {torch}，{device}",
     "output_on_gpu": "在 GPU 上的输出",
+    "differs": "与书中不同",
+    "book_column": "书中",
+    "page_column": "本站",
+    "why_column": "有何不同，为什么",
     "earlier_code": "前面各节的代码",
     "earlier_code_cell": "**前面各节的代码**，先运行它们，这一部分才能独立运行：",
     "run_it_yourself": "自己动手运行",

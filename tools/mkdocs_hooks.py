@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # mkdocs loads thi
 for name in [name for name in sys.modules if name == "tools" or name.startswith("tools.")]:
     del sys.modules[name]
 
-from tools import editions, pages, plots  # noqa: E402
+from tools import book, editions, pages, plots  # noqa: E402
 from tools.record import GPU_OUTPUTS as GPU  # noqa: E402
 from tools.record import MANIFEST, varying_patterns  # noqa: E402
 from tools.sections import OUTPUTS, ROOT, section_code  # noqa: E402
@@ -42,15 +42,6 @@ log = logging.getLogger("mkdocs.hooks")
 logging.getLogger("jieba").setLevel(logging.WARNING)
 DOWNLOADS = ["scripts/*.py", "scripts/*.sbatch"]
 SERVING = "APPENDIX_A_SERVING"  # set by on_startup; an environment variable outlives the reloads of this file
-
-# A python fence whose body is one or more snippet-section includes, at any indentation.
-SNIPPET_FENCE = re.compile(
-    r'^(?P<indent>[ \t]*)```python[^\n]*\n'
-    r'(?P<includes>(?:(?P=indent)--8<-- "snippets/\w+\.py:[\w-]+"\n)+)'
-    r'(?P=indent)```[ \t]*$',
-    re.M,
-)
-
 
 def on_startup(command, dirty):
     os.environ[SERVING] = "1" if command == "serve" else ""
@@ -125,6 +116,12 @@ def _missing(module: str, section: str) -> bool:
     return False
 
 
+def _include_output(path: Path, indent: str) -> str:
+    """An include of a recorded output by its line range: pymdownx.snippets adds an empty line after
+    a whole file that ends with a newline, which would part two outputs in one block."""
+    return f'{indent}--8<-- "{path.relative_to(ROOT).as_posix()}:1:{len(path.read_text().splitlines())}"\n'
+
+
 def _title(cells, varying, environment, edition) -> str:
     words = edition.words
     reasons = [varying[cell.key].get(f"reason_{edition.language}", varying[cell.key]["reason"])
@@ -147,6 +144,7 @@ def _with_outputs(markdown: str, page: str, edition) -> str:
     current = dict(zip((cell.key for cell in cells), pages.fingerprints(cells)))
     varying = varying_patterns()
     by_key = {cell.key: cell for cell in cells}
+    notes = book.notes_on(page)
 
     def add_output(match):
         indent, marks = match["indent"], ""
@@ -162,13 +160,13 @@ def _with_outputs(markdown: str, page: str, edition) -> str:
         printed = [cell for cell in fence_cells if (OUTPUTS / cell.module / f"{cell.section}.txt").exists()]
         block = match[0]
         if printed:
-            lines = "".join(f'{indent}--8<-- "snippets/outputs/{c.module}/{c.section}.txt"\n' for c in printed)
+            lines = "".join(_include_output(OUTPUTS / c.module / f"{c.section}.txt", indent) for c in printed)
             title = _title(printed, varying, recorded["environment"], edition)
             block += f'\n\n{indent}```text title="{title}"\n{lines}{indent}```'
             on_gpu = [c for c in printed if c.key in varying and (GPU / c.module / f"{c.section}.txt").exists()]
             if on_gpu:  # recorded by `make gpu-check` on a CUDA machine
                 gpu = json.loads((GPU / "recorded.json").read_text())["environment"]
-                lines = "".join(f'{indent}--8<-- "snippets/outputs/gpu/{c.module}/{c.section}.txt"\n' for c in on_gpu)
+                lines = "".join(_include_output(GPU / c.module / f"{c.section}.txt", indent) for c in on_gpu)
                 block += (f'\n\n{indent}```text title="{edition.words["output_on_gpu"]} · '
                           f'{edition.words["recorded"].format(**gpu)}"\n{lines}{indent}```')
         for cell in fence_cells:  # a plot drawn at record time from what the code computed
@@ -179,11 +177,14 @@ def _with_outputs(markdown: str, page: str, edition) -> str:
                 block += (f'\n\n{indent}<figure class="plot" markdown="span">\n{indent}'
                           f'![{alt}](plots/{cell.module}/{cell.section}.svg)\n{indent}<figcaption>{alt}</figcaption>\n'
                           f"{indent}</figure>")
+        if differences := list(dict.fromkeys(d for cell in fence_cells for d in notes.get(cell.key, []))):
+            block += f'\n\n{indent}!!! info book "{edition.words["differs"]}"\n'
+            block += "".join(f"\n{indent}    {d.reason(edition.language)}\n" for d in differences)
         if marks:
             block += "\n\n" + "".join(f"{indent}{line}" if line else line for line in marks.splitlines(True))
         return block
 
-    return SNIPPET_FENCE.sub(add_output, markdown)
+    return pages.SNIPPET_FENCE.sub(add_output, markdown)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -212,8 +213,21 @@ def _run_it_yourself(page, config, edition) -> str:
     return f'!!! tip "{words["run_it_yourself"]}"\n\n    ' + words["or"].join(links) + words["full_stop"] + "\n\n"
 
 
+def _differences_table(edition) -> str:
+    """Every declared difference from the book, as a table (on the summary page)."""
+    words = edition.words
+    rows = [f"| {words['book_column']} | {words['page_column']} | {words['why_column']} |", "| --- | --- | --- |"]
+    for difference in book.differences():
+        page_link = f"[{pages.title(difference.page, edition.docs)}]({difference.page})"
+        rows.append(f"| {difference.book_place(edition.language)} | {page_link} "
+                    f"| {difference.reason(edition.language)} |")
+    return "\n".join(rows)
+
+
 def on_page_markdown(markdown, page, config, files):
     src, edition = page.file.src_uri, editions.of(config)
+    if book.TABLE_MARK in markdown:
+        markdown = markdown.replace(book.TABLE_MARK, _differences_table(edition))
     if src not in pages.chapter_pages():
         return markdown
     markdown = _with_outputs(markdown, src, edition)

@@ -28,6 +28,13 @@ NOTEBOOKS = {
 
 # An include of a snippet section on its own line, at any indentation (inside a block or not).
 INCLUDE = re.compile(r'^[ \t]*--8<-- "snippets/(\w+)\.py:([\w-]+)"[ \t]*$', re.M)
+# A python fence whose body is one or more snippet-section includes, at any indentation: one block.
+SNIPPET_FENCE = re.compile(
+    r'^(?P<indent>[ \t]*)```python[^\n]*\n'
+    r'(?P<includes>(?:(?P=indent)--8<-- "snippets/\w+\.py:[\w-]+"\n)+)'
+    r'(?P=indent)```[ \t]*$',
+    re.M,
+)
 
 
 @dataclass(frozen=True)
@@ -58,6 +65,11 @@ def program(page: str, text: str | None = None) -> list[Cell]:
     """The cells of a page, in page order; KeyError if an included section does not exist."""
     text = page_text(page) if text is None else text
     return [Cell(m, s, section_code(m, s)) for m, s in INCLUDE.findall(text)]
+
+
+def section_keys(page: str, docs: Path = DOCS) -> list[str]:
+    """The "module:section" keys a page includes, in page order (the code is not read)."""
+    return [f"{m}:{s}" for m, s in INCLUDE.findall(page_text(page, docs))]
 
 
 def fingerprints(cells: list[Cell]) -> list[str]:

@@ -32,7 +32,7 @@ def training_loss(namespace, printed):
 
     import matplotlib.pyplot as plt
 
-    losses = [float(loss) for loss in re.findall(r"Train Loss: ([\d.]+)", printed)]
+    losses = [float(loss) for loss in re.findall(r"Train/Val Loss: ([\d.]+)", printed)]
     figure, axes = plt.subplots(figsize=(5, 3), layout="constrained")
     axes.plot(range(1, len(losses) + 1), losses, marker="o")
     axes.set(xlabel="training step (batch)", ylabel="training loss", ylim=(0, None))
