@@ -553,7 +553,9 @@ def test_the_language_switch_leads_to_the_same_page_in_the_other_edition(tab, re
 PHONE = {"width": 390, "height": 844}
 MIN_TEXT_PX = 8  # diagram text smaller than this is unreadable on a phone
 MIN_CODE_SHARE = 0.75  # of the text column, for every code block
-BREAKS_AFTER = "._/-"  # where a table's identifier may wrap (the browser breaks after a hyphen too)
+# Where code in a table may wrap: after a dot, an underscore, a slash or a hyphen inside an identifier
+# (the browser breaks after a hyphen too), and at a space between two tokens, never inside a word.
+BREAKS_AFTER = "._/- "
 
 
 INSPECT_PHONE = r"""
