@@ -10,6 +10,7 @@ import pytest
 from nbclient import NotebookClient
 
 from tools import pages, record
+from tools.sections import ROOT
 from tools.editions import CHINESE, EDITIONS, ENGLISH
 
 NAMES = list(pages.NOTEBOOKS)
@@ -56,8 +57,10 @@ def test_reexecution_reproduces_the_stored_outputs(name, reexecuted):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_the_chinese_notebook_has_the_english_code_and_outputs(name):
-    code = {edition.language: [(cell.source, cell.metadata, cell.outputs) for cell in stored(name, edition).cells
-                               if cell.cell_type == "code"] for edition in (ENGLISH, CHINESE)}
+    # The same code and printed output; a plot is drawn in each edition's words, so only its place counts.
+    code = {edition.language: [(cell.source, cell.metadata, stdout_of(cell), [o.output_type for o in cell.outputs])
+                               for cell in stored(name, edition).cells if cell.cell_type == "code"]
+            for edition in (ENGLISH, CHINESE)}
     assert code["zh"] == code["en"], (
         f"{CHINESE.docs.name}/notebooks/{name}.ipynb has other code cells than the English one: run `make outputs`")
     text = [cell.source for cell in stored(name, CHINESE).cells if cell.cell_type == "markdown"]
@@ -74,3 +77,39 @@ def test_the_stored_notebook_is_clean(name, edition):
     assert notebook.metadata == {"kernelspec": record.KERNEL, "language_info": {"name": "python"}}
     for marker in ["/work/", "/home/", "/tmp/", "/root/", "/Users/", "\\\\Users\\\\", "make outputs", "snippets/"]:
         assert marker not in text, f"{name}.ipynb contains {marker!r}: a path of this machine or a maintainer note"
+
+
+HEADING_ID = re.compile(r"\{ *#[\w-]+ *\}")  # Markdown's attribute list: Jupyter shows it as text
+LATIN_COMMA = re.compile(r"[\u4e00-\u9fff\w.]+, +[\u4e00-\u9fffA-Z]")  # "A.1, A.2" inside a Chinese sentence
+
+
+def text_problems(notebook: nbformat.NotebookNode, edition) -> list[str]:
+    """What would read as markup or as English punctuation in a notebook's text cells."""
+    problems = []
+    for index, cell in enumerate(notebook.cells):
+        if cell.cell_type != "markdown":
+            continue
+        problems += [f"cell {index}: {found!r}" for found in HEADING_ID.findall(cell.source)]
+        if edition is CHINESE:  # the sentences the recorder writes: intro and earlier-code cells
+            generated = [line for line in cell.source.splitlines()
+                         if "本书可执行版" in line or edition.words["earlier_code_cell"] in line]
+            problems += [f"cell {index}: {found!r}" for line in generated for found in LATIN_COMMA.findall(line)]
+            problems += [f"cell {index}: a space between Chinese characters in {line!r}" for line in generated
+                         if re.search(r"[\u4e00-\u9fff] +[\u4e00-\u9fff]", line)]
+    return problems
+
+
+@pytest.mark.parametrize("edition", EDITIONS.values(), ids=EDITIONS)
+@pytest.mark.parametrize("name", NAMES)
+def test_the_notebooks_text_reads_cleanly(name, edition):
+    problems = text_problems(stored(name, edition), edition)
+    assert not problems, f"{edition.notebooks.relative_to(ROOT)}/{name}.ipynb: " + "; ".join(problems)
+
+
+def test_a_heading_id_or_a_latin_list_in_a_notebook_is_reported():
+    notebook = stored("code-part1", CHINESE)
+    notebook.cells[0].source = "# 附录 A 代码\n\n本书可执行版中 A.1, A.2, A.3 的文字"
+    notebook.cells[1].source = "### A.1.1 PyTorch 的三大核心组件 { #a11-the-three-core-components-of-pytorch }"
+    problems = text_problems(notebook, CHINESE)
+    assert {problem.split(":")[0] for problem in problems} == {"cell 0", "cell 1"}, problems
+    assert any("{ #a11" in problem for problem in problems) and any("A.1, A" in problem for problem in problems)

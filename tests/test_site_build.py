@@ -14,16 +14,18 @@ from bs4 import BeautifulSoup
 from conftest import ROOT, mkdocs_build, nav_pages
 
 from tools import pages
-from tools.editions import CHINESE, EDITIONS, ENGLISH
+from tools.editions import CHINESE, EDITIONS, ENGLISH, GLOSSARY
+from tools.record import tomllib
 
 DOCS = ROOT / "docs"
 
 
 def blocks(page_html: str) -> list[tuple[str, str]]:
-    """(title, text) of every code block on a built page, in page order, collapsed ones included."""
+    """(title, text) of every Python block and Output block on a built page, in page order, collapsed ones
+    included (shell commands are instructions in the prose, their comments in the page's language)."""
     soup = BeautifulSoup(page_html, "html.parser")
     found = []
-    for block in soup.select(".md-content div.highlight"):
+    for block in soup.select(".md-content div.highlight:is(.language-python, .language-text)"):
         title = block.select_one(".filename")
         code = block.select_one("pre > code")
         found.append((title.get_text() if title else "", code.get_text() if code else ""))
@@ -110,6 +112,43 @@ def test_a_chinese_page_is_written_in_chinese(chinese, built_site):
     assert characters >= 300, f"{chinese[0]} has {characters} Chinese characters: is it translated?"
 
 
+def chinese_texts() -> dict[str, str]:
+    """Every text a Chinese reader reads, by where it is kept: pages, diagrams, notebooks, the tools'
+    sentences, the declared reasons and the measured figures."""
+    paths = [*CHINESE.docs.rglob("*.md"), *CHINESE.docs.glob("assets/diagrams/*.svg"),
+             *CHINESE.notebooks.glob("*.ipynb"), *ROOT.glob("measured/*.zh.md"), ROOT / CHINESE.config]
+    texts = {str(path.relative_to(ROOT)): path.read_text() for path in paths}
+    texts["tools/editions.py (CHINESE.words)"] = "\n".join(CHINESE.words.values())
+    for declared in ("snippets/varying_outputs.toml", "snippets/book_differences.toml"):
+        texts[f"{declared} (reason_zh)"] = "\n".join(re.findall(r'^reason_zh = (.*?)(?=^\w|\Z)',
+                                                                (ROOT / declared).read_text(), re.S | re.M))
+    return texts
+
+
+def glossary_problems(texts: dict[str, str]) -> list[str]:
+    problems = []
+    for term in tomllib.loads(GLOSSARY.read_text())["term"]:
+        if avoid := term.get("avoid"):
+            problems += [f"{where}: {found[0]!r} where the glossary says {term['chinese']} ({term['english']})"
+                         for where, text in texts.items() for found in re.finditer(avoid, text)]
+    return problems
+
+
+def test_the_chinese_edition_uses_the_glossarys_terms():
+    problems = glossary_problems(chinese_texts())
+    assert not problems, f"{len(problems)} variants that tools/glossary.zh.toml rules out:\n" + "\n".join(problems)
+    # 轮 (an epoch) is glossed at its first use in reading order.
+    prose = "".join(re.sub(r"```.*?```", "", (ROOT / source).read_text(), flags=re.S) for source, _ in nav_pages(CHINESE)
+                    if source.endswith(".md"))
+    first = re.search(r"(?<![齿车])轮(?![流廓子])", prose)
+    assert prose[first.start():first.start() + len("轮（epoch）")] == "轮（epoch）", prose[first.start() - 40:first.end() + 20]
+
+
+def test_a_variant_the_glossary_rules_out_is_reported():
+    problems = glossary_problems({"docs-zh/a6.md": "在 macOS 上使用笔记本时，用 2 个 GPU 的笔记本电脑"})
+    assert [problem.split(": ")[1].split(" where")[0] for problem in problems] == ["'笔记本'", "'2 个 GPU'"]
+
+
 @pytest.mark.parametrize(("english", "chinese"), PAIRS, ids=[zh[1] for _, zh in PAIRS])
 def test_a_chinese_page_shows_the_code_and_outputs_of_its_english_page(english, chinese, built_site):
     """Code blocks, Output blocks, plots, diagrams and heading anchors: the same, in the same order (titles
@@ -119,7 +158,9 @@ def test_a_chinese_page_shows_the_code_and_outputs_of_its_english_page(english, 
         page = (built_site / url / "index.html").read_text()
         soup = BeautifulSoup(page, "html.parser")
         shown[source] = {"code and outputs": [text for _, text in blocks(page)],
-                         "plots": [img["src"] for img in soup.select(".md-content figure.plot img")],
+                         # each edition's own drawing of the same plot: SECTION.svg, SECTION.zh.svg
+                         "plots": [re.sub(r"(\.zh)?\.svg$", "", img["src"])
+                                   for img in soup.select(".md-content figure.plot img")],
                          "diagrams": len(soup.select(".md-content figure.diagram svg")),
                          # Written out on the Chinese headings, so that links and anchors land alike.
                          "heading anchors": [h["id"] for h in soup.select("article > :is(h2, h3, h4)[id]")]}

@@ -30,6 +30,8 @@ from pathlib import Path
 
 import yaml
 
+from tools.editions import EDITIONS
+
 ROOT = Path(__file__).resolve().parents[1]
 SECTIONS = ("builds", "pages", "matmul", "ddp", "tests")
 QUICK = ("builds", "pages", "matmul")
@@ -224,6 +226,7 @@ def measure_tests():
 
 
 def machine():
+    """What the figures were measured on; tools/editions.py words it in each language."""
     import torch
 
     cpu = platform.processor() or platform.machine()
@@ -231,15 +234,16 @@ def machine():
     if cpuinfo.exists() and (model := re.search(r"^model name\s*:\s*(.+)$", cpuinfo.read_text(), re.M)):
         cpu = model[1].strip()
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    gpu = torch.cuda.get_device_name() if torch.cuda.is_available() else "no GPU"
-    return (f"{platform.system()} {platform.machine()}, {cpu}, {cores} cores, {gpu}, "
-            f"Python {platform.python_version()}, torch {torch.__version__}")
+    return {"system": f"{platform.system()} {platform.machine()}", "cpu": cpu, "cores": cores,
+            "gpu": torch.cuda.get_device_name() if torch.cuda.is_available() else None,
+            "python": platform.python_version(), "torch": torch.__version__}
 
 
 def label(entry, note="", language="en"):
-    if language == "zh":
-        return f"*由 `{entry['command']}` 于 {entry['date']} 测得：{entry['machine']}{note}。*"
-    return f"*Measured by `{entry['command']}` on {entry['date']}: {entry['machine']}{note}.*"
+    words = EDITIONS[language].words
+    machine = entry["machine"]
+    about = words["bench_machine"].format(**{**machine, "gpu": machine["gpu"] or words["no_gpu"]})
+    return words["measured_by"].format(command=entry["command"], date=entry["date"], machine=about, note=note)
 
 
 def ratio(a, b):

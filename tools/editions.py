@@ -6,6 +6,7 @@ the built pages). Only the prose differs, and what the hooks and the recorder wr
 is taken from here.
 """
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,10 +26,35 @@ class Edition:
     def notebooks(self) -> Path:
         return self.docs / "notebooks"
 
+    @property
+    def plot_suffix(self) -> str:
+        """A recorded plot's file ending in this edition: SECTION.svg, SECTION.zh.svg."""
+        return ".svg" if self is ENGLISH else f".{self.language}.svg"
+
+    def device(self, environment: dict) -> str:
+        """Where a recording ran, from the environment that tools/record.py stores, in this language."""
+        if environment["gpu"]:
+            return environment["gpu"]
+        return self.words["on_mps" if environment["mps"] else "cpu_only"].format(**environment)
+
+    def recorded(self, environment: dict) -> str:
+        return self.words["recorded"].format(torch=environment["torch"], device=self.device(environment))
+
+    def spaced(self, sentence: str) -> str:
+        """A generated sentence as this edition writes it: in Chinese, a space where a Chinese
+        character meets a Latin letter or a digit, and none between Chinese characters."""
+        if self is ENGLISH:
+            return sentence
+        sentence = re.sub(r"(?<=[\u4e00-\u9fff，。：；、）]) +(?=[\u4e00-\u9fff（])", "", sentence)
+        return re.sub(r"(?<=[\u4e00-\u9fff])(?=[A-Za-z0-9])|(?<=[A-Za-z0-9])(?=[\u4e00-\u9fff])", " ", sentence)
+
 
 ENGLISH = Edition("en", "English", "mkdocs.yml", ROOT / "docs", "", {
     "output": "Output",
     "recorded": "recorded with torch {torch}, {device}",
+    "cpu_only": "CPU only, {cores} cores",  # the device of a recording
+    "on_mps": "Apple silicon (MPS)",
+    "and": "; ",  # between the reasons in an output's title
     "output_on_gpu": "Output on a GPU",
     "differs": "Differs from the book",  # the title of a note from snippets/book_differences.toml
     "book_column": "In the book",
@@ -46,9 +72,32 @@ ENGLISH = Edition("en", "English", "mkdocs.yml", ROOT / "docs", "", {
     "read_along_text": "The text and cells below are those of {chapters}, where each one is explained.",
     "read_along_colab": ' <a href="{url}">Open it in Colab</a>, or download it with the button above.',
     "not_found": "Looking for a page of the English edition? Start from its home page:",  # on the other's 404 page
+    # The theme's words that Material does not translate: the palette toggle, overrides/*.html.
+    "dark_mode": "Switch to dark mode",
+    "light_mode": "Switch to light mode",
+    "download_notebook": "Download the notebook",
+    "page_not_found": "Page not found",
+    "page_not_found_text": "Nothing lives at this address; the page may have moved. Search for it, or pick it "
+                           "from the contents below.",
+    "search_the_site": "Search the site",
+    "go_home": "Go to the home page",
+    "contents": "Contents",
     "code-part1": "Appendix A, code part 1: A.1 to A.8",  # the notebooks' titles
     "code-part2": "Appendix A, code part 2: A.9 GPU training",
     "exercise-solutions": "Appendix A, exercise solutions",
+    "chapter_range": "{first} to {last}",
+    # The footer of a figure that `make bench` measured (tools/bench.py).
+    "measured_by": "*Measured by `{command}` on {date}: {machine}{note}.*",
+    "bench_machine": "{system}, {cpu}, {cores} cores, {gpu}, Python {python}, torch {torch}",
+    "no_gpu": "no GPU",
+    # The words in the plots (tools/plots.py).
+    "plot_feature": "feature {number}",
+    "plot_class": "class {label}",
+    "plot_class_of": "class {label}, {split}",
+    "plot_training": "training",
+    "plot_test": "test",
+    "plot_step": "training step (batch)",
+    "plot_loss": "training loss",
     "notebook_intro": ("The text and code of {chapters} of the executable book, with the outputs recorded when "
                        "it ran. Run the cells from the top: later cells use what earlier ones defined. It needs "
                        "only torch (and numpy)."),
@@ -56,17 +105,20 @@ ENGLISH = Edition("en", "English", "mkdocs.yml", ROOT / "docs", "", {
 
 CHINESE = Edition("zh", "简体中文", "mkdocs.zh.yml", ROOT / "docs-zh", "zh/", {
     "output": "输出",
-    "recorded": "录制于 torch {torch}，{device}",
+    "recorded": "记录于 torch {torch}，{device}",
+    "cpu_only": "仅 CPU，{cores} 核",
+    "on_mps": "Apple 芯片（MPS）",
+    "and": "；",
     "output_on_gpu": "在 GPU 上的输出",
     "differs": "与书中不同",
     "book_column": "书中",
     "page_column": "本站",
     "why_column": "有何不同，为什么",
     "earlier_code": "前面各节的代码",
-    "earlier_code_cell": "**前面各节的代码**，先运行它们，这一部分才能独立运行：",
+    "earlier_code_cell": "**前面各节的代码**：放在这里，是为了让这一部分能够独立运行：",
     "run_it_yourself": "自己动手运行",
     "download": "下载 {script}：本页的全部代码合成的一个脚本，只需安装 torch 即可独立运行",
-    "notebook": "已执行的笔记本 {notebook}",
+    "notebook": "已执行的 Notebook {notebook}",
     "or": "；或",
     "full_stop": "。",
     "colab": "，或[在 Colab 中打开]({url})",
@@ -74,10 +126,29 @@ CHINESE = Edition("zh", "简体中文", "mkdocs.zh.yml", ROOT / "docs-zh", "zh/"
     "read_along_text": "下面的文字和代码单元格来自 {chapters}，每一段在那里都有讲解。",
     "read_along_colab": ' <a href="{url}">在 Colab 中打开</a>，或用上方的按钮下载。',
     "not_found": "在找中文版的页面？请从中文版首页开始：",
+    "dark_mode": "切换到深色模式",
+    "light_mode": "切换到浅色模式",
+    "download_notebook": "下载这个 Notebook",
+    "page_not_found": "找不到页面",
+    "page_not_found_text": "这个地址上没有页面，它可能已经移到别处。你可以搜索它，或者从下面的目录中找到它。",
+    "search_the_site": "搜索本站",
+    "go_home": "回到首页",
+    "contents": "目录",
     "code-part1": "附录 A 代码，第 1 部分：A.1 至 A.8",
     "code-part2": "附录 A 代码，第 2 部分：A.9 GPU 训练",
     "exercise-solutions": "附录 A 练习参考答案",
-    "notebook_intro": ("本书可执行版中 {chapters} 的文字和代码，附带运行时录制的输出。请从上往下依次运行各单元格："
+    "chapter_range": "{first} 至 {last}",
+    "measured_by": "*由 `{command}` 于 {date} 测得：{machine}{note}。*",
+    "bench_machine": "{system}，{cpu}，{cores} 核，{gpu}，Python {python}，torch {torch}",
+    "no_gpu": "无 GPU",
+    "plot_feature": "特征 {number}",
+    "plot_class": "类别 {label}",
+    "plot_class_of": "类别 {label}，{split}",
+    "plot_training": "训练",
+    "plot_test": "测试",
+    "plot_step": "训练步（批次）",
+    "plot_loss": "训练损失",
+    "notebook_intro": ("本书可执行版中{chapters}的文字和代码，附带运行时记录的输出。请从上往下依次运行各单元格："
                        "后面的单元格会用到前面定义的内容。只需要 torch（以及 numpy）。"),
     # The captions of the plots (tools/plots.py gives the English ones).
     "The training loss after each step, as the log above prints it": "每一步之后的训练损失，即上面日志打印的数值",
@@ -88,6 +159,8 @@ CHINESE = Edition("zh", "简体中文", "mkdocs.zh.yml", ROOT / "docs-zh", "zh/"
 })
 
 EDITIONS = {edition.language: edition for edition in (ENGLISH, CHINESE)}
+GLOSSARY = ROOT / "tools" / "glossary.zh.toml"  # the Chinese edition's terms
+GLOSSARY_MARK = "<!-- glossary -->"  # where the Authoring page shows them
 
 
 def of(config) -> Edition:

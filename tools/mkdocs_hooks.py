@@ -34,7 +34,7 @@ for name in [name for name in sys.modules if name == "tools" or name.startswith(
 
 from tools import book, editions, pages, plots  # noqa: E402
 from tools.record import GPU_OUTPUTS as GPU  # noqa: E402
-from tools.record import MANIFEST, varying_patterns  # noqa: E402
+from tools.record import MANIFEST, tomllib, varying_patterns  # noqa: E402
 from tools.sections import OUTPUTS, ROOT, section_code  # noqa: E402
 
 log = logging.getLogger("mkdocs.hooks")
@@ -71,6 +71,11 @@ def on_config(config):
     config.extra["alternate"] = [{"name": other.name, "lang": other.language, "link": root + other.prefix,
                                   "not_found": other.words["not_found"]}  # for overrides/404.html
                                  for other in editions.EDITIONS.values()]
+    # The theme's words that Material leaves to the site: the palette toggle, overrides/*.html.
+    for palette, toggle in zip(config.theme["palette"], ("dark_mode", "light_mode")):
+        palette["toggle"]["name"] = edition.words[toggle]
+    config.extra["words"] = {key: edition.words[key] for key in (
+        "download_notebook", "page_not_found", "page_not_found_text", "search_the_site", "go_home", "contents")}
     fences = config.mdx_configs.setdefault("pymdownx.superfences", {}).setdefault("custom_fences", [])
     fences.append({"name": "math", "class": "math", "format": math_block})
     inline = config.mdx_configs.setdefault("pymdownx.inlinehilite", {}).setdefault("custom_inline", [])
@@ -128,7 +133,7 @@ def _title(cells, varying, environment, edition) -> str:
                for cell in cells if cell.key in varying]
     if not reasons:
         return words["output"]
-    return f"{words['output']} · {words['recorded'].format(**environment)} · {'; '.join(reasons)}"
+    return f"{words['output']} · {edition.recorded(environment)} · {words['and'].join(reasons)}"
 
 
 def _with_outputs(markdown: str, page: str, edition) -> str:
@@ -168,14 +173,15 @@ def _with_outputs(markdown: str, page: str, edition) -> str:
                 gpu = json.loads((GPU / "recorded.json").read_text())["environment"]
                 lines = "".join(_include_output(GPU / c.module / f"{c.section}.txt", indent) for c in on_gpu)
                 block += (f'\n\n{indent}```text title="{edition.words["output_on_gpu"]} · '
-                          f'{edition.words["recorded"].format(**gpu)}"\n{lines}{indent}```')
+                          f'{edition.recorded(gpu)}"\n{lines}{indent}```')
         for cell in fence_cells:  # a plot drawn at record time from what the code computed
             plot = OUTPUTS / cell.module / f"{cell.section}.plot.json"
             if (page, cell.key) in plots.PLOTS and plot.exists():
                 alt = json.loads(plot.read_text())["title"]
                 alt = edition.words.get(alt, alt)
                 block += (f'\n\n{indent}<figure class="plot" markdown="span">\n{indent}'
-                          f'![{alt}](plots/{cell.module}/{cell.section}.svg)\n{indent}<figcaption>{alt}</figcaption>\n'
+                          f'![{alt}](plots/{cell.module}/{cell.section}{edition.plot_suffix})\n{indent}'
+                          f'<figcaption>{alt}</figcaption>\n'
                           f"{indent}</figure>")
         if differences := list(dict.fromkeys(d for cell in fence_cells for d in notes.get(cell.key, []))):
             block += f'\n\n{indent}!!! info book "{edition.words["differs"]}"\n'
@@ -224,10 +230,21 @@ def _differences_table(edition) -> str:
     return "\n".join(rows)
 
 
+def _glossary_table() -> str:
+    """The Chinese edition's terms (tools/glossary.zh.toml), as a table."""
+    rows = ["| English | 中文 | Not | Note |", "| --- | --- | --- | --- |"]
+    for term in tomllib.loads(editions.GLOSSARY.read_text())["term"]:
+        avoid = term.get("avoid", "").replace("|", "\\|")
+        rows.append(f"| {term['english']} | {term['chinese']} | {f'`{avoid}`' if avoid else ''} | {term.get('note', '')} |")
+    return "\n".join(rows)
+
+
 def on_page_markdown(markdown, page, config, files):
     src, edition = page.file.src_uri, editions.of(config)
     if book.TABLE_MARK in markdown:
         markdown = markdown.replace(book.TABLE_MARK, _differences_table(edition))
+    if editions.GLOSSARY_MARK in markdown:
+        markdown = markdown.replace(editions.GLOSSARY_MARK, _glossary_table())
     if src not in pages.chapter_pages():
         return markdown
     markdown = _with_outputs(markdown, src, edition)

@@ -1,15 +1,17 @@
 """Plots drawn at record time from what a page's code computed, shown under that code.
 
 Each plotter runs in the recording's child process, right after its section, with the page's
-namespace and what the section printed. It returns the figure, a title (the image's alt text)
-and the data behind the picture: the check compares that data, never the pixels. The plotters
+namespace, what the section printed and the words of one edition (the `plot_` words of
+tools/editions.py); it is called once per edition. It returns the figure, a title (the image's
+alt text, in English: the hooks translate it) and the data behind the picture: the check
+compares that data, never the pixels. The plotters
 are the maintainers' code, not the pages': a page's code still needs only torch.
 """
 
 import inspect
 
 
-def toy_data(namespace, printed):
+def toy_data(namespace, printed, words):
     import matplotlib.pyplot as plt
 
     X_train, y_train = namespace["X_train"], namespace["y_train"]
@@ -17,17 +19,18 @@ def toy_data(namespace, printed):
     figure, axes = plt.subplots(figsize=(5, 3.4), layout="constrained")
     for label, colour in [(0, "tab:blue"), (1, "tab:orange")]:
         train, test = X_train[y_train == label], X_test[y_test == label]
-        axes.scatter(train[:, 0], train[:, 1], s=60, color=colour, label=f"class {label}, training")
+        axes.scatter(train[:, 0], train[:, 1], s=60, color=colour,
+                     label=words["plot_class_of"].format(label=label, split=words["plot_training"]))
         axes.scatter(test[:, 0], test[:, 1], s=60, facecolors="none", edgecolors=colour, linewidths=2,
-                     label=f"class {label}, test")
-    axes.set(xlabel="feature 1", ylabel="feature 2")
+                     label=words["plot_class_of"].format(label=label, split=words["plot_test"]))
+    axes.set(xlabel=words["plot_feature"].format(number=1), ylabel=words["plot_feature"].format(number=2))
     axes.legend(fontsize="small")
     data = {"X_train": X_train.tolist(), "y_train": y_train.tolist(),
             "X_test": X_test.tolist(), "y_test": y_test.tolist()}
     return figure, "The toy data: five training and two test examples in two classes", data
 
 
-def training_loss(namespace, printed):
+def training_loss(namespace, printed, words):
     import re
 
     import matplotlib.pyplot as plt
@@ -35,11 +38,11 @@ def training_loss(namespace, printed):
     losses = [float(loss) for loss in re.findall(r"Train/Val Loss: ([\d.]+)", printed)]
     figure, axes = plt.subplots(figsize=(5, 3), layout="constrained")
     axes.plot(range(1, len(losses) + 1), losses, marker="o")
-    axes.set(xlabel="training step (batch)", ylabel="training loss", ylim=(0, None))
+    axes.set(xlabel=words["plot_step"], ylabel=words["plot_loss"], ylim=(0, None))
     return figure, "The training loss after each step, as the log above prints it", {"losses": losses}
 
 
-def decision_regions(namespace, printed):
+def decision_regions(namespace, printed, words):
     import matplotlib.pyplot as plt
     import torch
     from matplotlib.colors import ListedColormap
@@ -54,8 +57,8 @@ def decision_regions(namespace, printed):
                 cmap=ListedColormap(["tab:blue", "tab:orange"]), interpolation="nearest")
     for label, colour in [(0, "tab:blue"), (1, "tab:orange")]:
         points = X_train[y_train == label]
-        axes.scatter(points[:, 0], points[:, 1], s=60, color=colour, label=f"class {label}")
-    axes.set(xlabel="feature 1", ylabel="feature 2")
+        axes.scatter(points[:, 0], points[:, 1], s=60, color=colour, label=words["plot_class"].format(label=label))
+    axes.set(xlabel=words["plot_feature"].format(number=1), ylabel=words["plot_feature"].format(number=2))
     axes.legend(fontsize="small")
     data = {"x": xs.tolist(), "y": ys.tolist(), "predicted": ["".join(map(str, row)) for row in predicted.tolist()]}
     return figure, "The class the trained model predicts at each point, with the training examples", data

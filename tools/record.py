@@ -64,6 +64,7 @@ class RecordingError(Exception):
 RUNNER = r"""
 import contextlib, importlib.util, io, json, os, platform, sys, traceback, types
 script, result, plotters = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+plot_words = json.loads(sys.argv[4])  # {language: the plots' words in that edition}
 if importlib.util.find_spec("snippets") is not None:
     sys.exit("this Python can import the project's `snippets` package, but a page must run without it; "
              "uninstall the project from this environment (pip uninstall appendix-a-executable-book)")
@@ -86,20 +87,21 @@ for number, part in enumerate(text.split("\n# %%\n")):
         import matplotlib
         matplotlib.rcParams["svg.hashsalt"] = "appendix-a"  # the same ids in the SVG on every run
         matplotlib.rcParams["svg.fonttype"] = "none"  # text as text, not glyph outlines: a third of the size
+        # Chinese labels are laid out with a CJK font where one is installed (fonts-wqy-microhei); the
+        # SVG keeps the text as text, which the reader's browser draws with its own fonts.
+        matplotlib.rcParams["font.family"] = ["DejaVu Sans", "WenQuanYi Micro Hei"]
         plot = {}
         exec(plotters[str(number - 1)], plot)
-        figure, title, data = plot[next(k for k in plot if not k.startswith("__"))](main.__dict__, outputs[-1])
-        figure.savefig(f"{result}.{number - 1}.svg", format="svg", metadata={"Date": None})
+        plotter = plot[next(k for k in plot if not k.startswith("__"))]
+        for language, words in plot_words.items():
+            figure, title, data = plotter(main.__dict__, outputs[-1], words)
+            figure.savefig(f"{result}.{number - 1}.{language}.svg", format="svg", metadata={"Date": None})
         outputs[-1] = {"text": outputs[-1], "plot": {"title": title, "data": data}}
 import torch
-if torch.cuda.is_available():
-    device = torch.cuda.get_device_name(0)
-elif torch.backends.mps.is_available():
-    device = "Apple silicon (MPS)"
-else:
-    device = f"CPU only, {os.cpu_count()} cores"
 environment = {"torch": torch.__version__, "python": platform.python_version(),
-               "machine": f"{platform.system()} {platform.machine()}", "device": device}
+               "machine": f"{platform.system()} {platform.machine()}", "cores": os.cpu_count(),
+               "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
+               "mps": torch.backends.mps.is_available()}
 with open(result, "w") as file:
     json.dump({"outputs": outputs[1:], "environment": environment}, file)
 """
@@ -123,7 +125,10 @@ def run_page(page: str) -> dict:
         script.write_text(pages.download_text(page, cells))
         result = Path(folder) / "result.json"
         plotters = json.dumps(plots.plotters_for(page, cells))
-        child = subprocess.Popen([sys.executable, "-I", "-c", RUNNER, str(script), str(result), plotters],
+        plot_words = json.dumps({language: {key: text for key, text in edition.words.items()
+                                            if key.startswith("plot_")} for language, edition in EDITIONS.items()})
+        child = subprocess.Popen([sys.executable, "-I", "-c", RUNNER, str(script), str(result), plotters,
+                                  plot_words],
                                  cwd=folder, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                                  env={**os.environ, "MPLBACKEND": "Agg"},
                                  preexec_fn=_die_with_parent if sys.platform == "linux" else None)
@@ -138,7 +143,7 @@ def run_page(page: str) -> dict:
         run["plots"] = {}
         for index, output in enumerate(run["outputs"]):
             if isinstance(output, dict):
-                svg = Path(f"{result}.{index}.svg").read_text()
+                svg = {language: Path(f"{result}.{index}.{language}.svg").read_text() for language in EDITIONS}
                 run["plots"][cells[index].key] = {**output["plot"], "svg": svg}
                 run["outputs"][index] = output["text"]
     return {"cells": cells, **run}
@@ -263,7 +268,7 @@ def _same_shape(a: str, b: str, patterns: list[str]) -> bool:
 class Recording:
     outputs: dict[str, str] = field(default_factory=dict)  # "module:section" -> printed text
     manifest: dict = field(default_factory=dict)
-    plots: dict[str, dict] = field(default_factory=dict)  # "module:section" -> {title, data, svg}
+    plots: dict[str, dict] = field(default_factory=dict)  # "module:section" -> {title, data, svg: {language: svg}}
     notebooks: dict[Path, str] = field(default_factory=dict)  # docs/notebooks/NAME.ipynb (and docs-zh/…) -> text
     scripts: dict[str, str] | None = None  # scripts/outputs/NAME -> text; None: not run this time
     runs: dict[str, dict] = field(default_factory=dict)  # page -> run_page()
@@ -273,7 +278,8 @@ class Recording:
         for key, plot in self.plots.items():
             files[output_path(key, ".plot.json")] = json.dumps(
                 {"title": plot["title"], "data": plot["data"]}, indent=1) + "\n"
-            files[output_path(key, ".svg")] = plot["svg"]
+            for edition in EDITIONS.values():
+                files[output_path(key, edition.plot_suffix)] = plot["svg"][edition.language]
         files[MANIFEST] = json.dumps(self.manifest, indent=2, sort_keys=True) + "\n"
         files.update(self.notebooks)
         files.update({SCRIPT_OUTPUTS / name: text for name, text in (self.scripts or {}).items()})
@@ -411,7 +417,8 @@ def _markdown_and_code(page: str, edition: Edition):
             earlier = heading == edition.words["earlier_code"]
             items.append(("markdown", None if earlier or not heading else f"**{heading}**\n"))
         elif not (earlier or line.startswith("<") or "--8<--" in line):
-            if heading := re.match(r"^(#{1,5}) (.*)$", line):  # one level down; no code marks (the TOC)
+            if heading := re.match(r"^(#{1,5}) (.*?)(?: \{ *#[\w-]+ *\})?$", line):
+                # one level down; no code marks (the TOC) and no `{ #anchor }`, which Jupyter shows as text
                 line = f"#{heading[1]} {heading[2].replace('`', '')}"
             items.append(("markdown", LOCAL_LINK.sub(r"\1", line)))
     return [item for item in items if item[1] is not None]
@@ -426,8 +433,10 @@ def notebook_text(name: str, runs: dict[str, dict], outputs: dict[str, str], edi
     """The notebook `name` as it is stored: text cells from its pages in `edition`, code cells with outputs."""
     notebook_pages, words = pages.NOTEBOOKS[name], edition.words
     plot_of = {(page, key): plot for page in notebook_pages for key, plot in runs[page]["plots"].items()}
-    chapters = ", ".join(pages.title(page, edition.docs).split(" ")[0] for page in notebook_pages)
-    cells = [nbformat.v4.new_markdown_cell(f"# {words[name]}\n\n{words['notebook_intro'].format(chapters=chapters)}")]
+    chapters = [pages.title(page, edition.docs).split(" ")[0] for page in notebook_pages]
+    chapters = chapters[0] if len(chapters) == 1 else words["chapter_range"].format(first=chapters[0], last=chapters[-1])
+    intro = edition.spaced(words["notebook_intro"].format(chapters=chapters))
+    cells = [nbformat.v4.new_markdown_cell(f"# {words[name]}\n\n{intro}")]
     seen = set()
     for page in notebook_pages:
         program, markdown, noted = runs[page]["cells"], [], False
@@ -450,7 +459,8 @@ def notebook_text(name: str, runs: dict[str, dict], outputs: dict[str, str], edi
                 code.outputs = [nbformat.v4.new_output("stream", name="stdout", text=outputs[cell.key])]
             if plot := plot_of.get((page, cell.key)):
                 code.outputs.append(nbformat.v4.new_output(
-                    "display_data", data={"image/svg+xml": plot["svg"], "text/plain": plot["title"]}))
+                    "display_data", data={"image/svg+xml": plot["svg"][edition.language],
+                                          "text/plain": words.get(plot["title"], plot["title"])}))
             cells.append(code)
         cells += _markdown_cell(markdown)
     count = 0
@@ -518,7 +528,7 @@ def record_gpu() -> Recording:
     snippets/outputs/gpu/ (the pages show them beside the CPU ones, labelled with the GPU)."""
     runs = dict(zip(GPU_PAGES, map(run_page, GPU_PAGES)))  # one after another: one GPU
     environment = next(iter(runs.values()))["environment"]
-    if "CPU only" in environment["device"] or "MPS" in environment["device"]:
+    if not environment["gpu"]:
         raise RecordingError("make gpu-check records GPU outputs, but this torch sees no CUDA GPU; run it on a "
                              "machine with one (and a CUDA build of torch).")
     varying = varying_patterns()
