@@ -10,8 +10,8 @@ import pytest
 from nbclient import NotebookClient
 
 from tools import pages, record
-from tools.sections import ROOT
 from tools.editions import CHINESE, EDITIONS, ENGLISH
+from tools.sections import ROOT
 
 NAMES = list(pages.NOTEBOOKS)
 

@@ -103,13 +103,74 @@ def _prose(page_html: str) -> list[str]:
         "p, li, h1, h2, h3, h4, figcaption, td, th, summary, .admonition-title")]
 
 
+def _words_a_reader_sees(page_html: str) -> dict[str, list[str]]:
+    """The texts of a page by kind: prose (paragraphs, headings, cells), titles (of code, output and
+    boxes, tabs), captions (figures, images' alt text) and the interface (tooltips, labels, the nav)."""
+    soup = BeautifulSoup(page_html, "html.parser")
+    for other in soup.select('[lang]:not(html), script, style, math, .headerlink'):  # e.g. the other edition's line
+        other.decompose()
+    interface = [element.get(attribute) for element in soup.select("[title], [aria-label], [placeholder]")
+                 for attribute in ("title", "aria-label", "placeholder") if element.get(attribute)]
+    interface += [link.get_text(" ", strip=True) for link in soup.select(".md-nav__link")]
+    article = soup.select_one("article") or soup
+    for quoted in article.select("em"):  # an error message quoted in italics stays as it is printed
+        if not HAN.search(quoted.get_text()):
+            quoted.decompose()
+    titles = [element.get_text(" ", strip=True) for element in article.select(
+        ".filename, .admonition-title, .tabbed-labels label, summary")]
+    captions = [element.get_text(" ", strip=True) for element in article.select("figcaption")]
+    captions += [image["alt"] for image in article.select("img[alt]")]
+    for code in article.select("pre, code, svg, .filename, .admonition-title, .tabbed-labels, figcaption"):
+        code.decompose()
+    prose = [element.get_text(" ", strip=True) for element in article.select("p, li, h1, h2, h3, h4, td, th")]
+    return {"prose": prose, "titles": titles, "captions": captions, "interface": interface}
+
+
+# Two or more English words in a row: what a Chinese page should not show, except for names (of
+# products, people and the book), the terms that Chinese readers use in English (world size, rank,
+# all-reduce), and English glossed or quoted beside the Chinese: in （…）, “…” or italics.
+LATIN_RUN = re.compile(r"[A-Za-z][A-Za-z'’]+(?:[\s,;:()!?]+[A-Za-z][A-Za-z'’]+)+")
+TOKEN = r"[^\s，。：；、（）“”「」]*"
+CODE_LIKE = re.compile(TOKEN + r"[./_+=<>{}\[\]`#@\d-]" + TOKEN)  # paths, API names, versions, flags
+KEPT_ENGLISH = re.compile(r"\b(?:(?:NVIDIA|Apple|CUDA|MPS) GPU|CUDA toolkit|Google Colab|Colab Notebook|"
+                          r"Jupyter Notebook|VS Code|Sebastian Raschka|(?:Build a )?Large Language Model"
+                          r"(?: \(From Scratch\))?|world size|local rank|run id)")
+GLOSSED = re.compile(r"（[^）]*）|“[^”]*”|「[^」]*」")
+
+
+def english_runs(text: str) -> list[str]:
+    text = CODE_LIKE.sub("|", KEPT_ENGLISH.sub("|", GLOSSED.sub("|", text)))
+    return LATIN_RUN.findall(text)
+
+
 @pytest.mark.parametrize("chinese", [zh for _, zh in PAIRS if not zh[0].endswith(ENGLISH_ONLY)], ids=lambda p: p[1])
 def test_a_chinese_page_is_written_in_chinese(chinese, built_site):
-    prose = _prose((built_site / chinese[1] / "index.html").read_text())
+    page = (built_site / chinese[1] / "index.html").read_text()
+    prose = _prose(page)
     english = [text for text in prose if len(re.findall(r"[A-Za-z]", text)) >= 12 and not HAN.search(text)]
     assert not english, f"{chinese[0]} has prose in English only: {english[0][:200]!r}"
     characters = sum(len(HAN.findall(text)) for text in prose)
     assert characters >= 300, f"{chinese[0]} has {characters} Chinese characters: is it translated?"
+    left = [f"{kind}: {run!r} in {text[:80]!r}" for kind, texts in _words_a_reader_sees(page).items()
+            for text in texts for run in english_runs(text)]
+    assert not left, f"{chinese[0]} shows English where a Chinese reader expects Chinese:\n" + "\n".join(left)
+
+
+def test_the_chinese_plots_and_404_page_are_in_chinese(built_site):
+    """The plots, drawn once per edition, and the page for an address that does not exist."""
+    for svg in sorted((ROOT / "snippets" / "outputs").glob(f"*/*{CHINESE.plot_suffix}")):
+        texts = re.findall(r"<text[^>]*>([^<]*)</text>", svg.read_text())
+        assert any(HAN.search(text) for text in texts), f"{svg.name} has no Chinese text"
+        assert not [run for text in texts for run in english_runs(text)], f"{svg.name}: {texts}"
+    seen = _words_a_reader_sees((built_site / "zh" / "404.html").read_text())
+    left = [run for texts in seen.values() for text in texts for run in english_runs(text)]
+    assert not left, f"zh/404.html shows English: {left}"
+
+
+def test_english_words_on_a_chinese_page_are_found_and_names_pass():
+    assert english_runs("输出 · 录制于 torch 2.13.0+cpu，CPU only, 2 cores") == ["CPU only"]
+    assert english_runs("在 NVIDIA GPU 上，*Expected all tensors* 与 `scripts/DDP-script.py` 的“Set sampler in DDP example”"
+                        "（world size）") == ["Expected all tensors"]
 
 
 def chinese_texts() -> dict[str, str]:
@@ -138,10 +199,11 @@ def test_the_chinese_edition_uses_the_glossarys_terms():
     problems = glossary_problems(chinese_texts())
     assert not problems, f"{len(problems)} variants that tools/glossary.zh.toml rules out:\n" + "\n".join(problems)
     # 轮 (an epoch) is glossed at its first use in reading order.
-    prose = "".join(re.sub(r"```.*?```", "", (ROOT / source).read_text(), flags=re.S) for source, _ in nav_pages(CHINESE)
-                    if source.endswith(".md"))
+    prose = "".join(re.sub(r"```.*?```", "", (ROOT / source).read_text(), flags=re.S)
+                    for source, _ in nav_pages(CHINESE) if source.endswith(".md"))
     first = re.search(r"(?<![齿车])轮(?![流廓子])", prose)
-    assert prose[first.start():first.start() + len("轮（epoch）")] == "轮（epoch）", prose[first.start() - 40:first.end() + 20]
+    gloss = "轮（epoch）"
+    assert prose[first.start():first.start() + len(gloss)] == gloss, prose[first.start() - 40:first.end() + 20]
 
 
 def test_a_variant_the_glossary_rules_out_is_reported():

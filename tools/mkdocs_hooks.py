@@ -76,6 +76,7 @@ def on_config(config):
         palette["toggle"]["name"] = edition.words[toggle]
     config.extra["words"] = {key: edition.words[key] for key in (
         "download_notebook", "page_not_found", "page_not_found_text", "search_the_site", "go_home", "contents")}
+    config.mdx_configs.setdefault("toc", {})["permalink_title"] = edition.words["permalink"]
     fences = config.mdx_configs.setdefault("pymdownx.superfences", {}).setdefault("custom_fences", [])
     fences.append({"name": "math", "class": "math", "format": math_block})
     inline = config.mdx_configs.setdefault("pymdownx.inlinehilite", {}).setdefault("custom_inline", [])
@@ -235,7 +236,8 @@ def _glossary_table() -> str:
     rows = ["| English | 中文 | Not | Note |", "| --- | --- | --- | --- |"]
     for term in tomllib.loads(editions.GLOSSARY.read_text())["term"]:
         avoid = term.get("avoid", "").replace("|", "\\|")
-        rows.append(f"| {term['english']} | {term['chinese']} | {f'`{avoid}`' if avoid else ''} | {term.get('note', '')} |")
+        avoid = f"`{avoid}`" if avoid else ""
+        rows.append(f"| {term['english']} | {term['chinese']} | {avoid} | {term.get('note', '')} |")
     return "\n".join(rows)
 
 
@@ -294,6 +296,9 @@ def on_post_page(output, page, config):
     if not page.file.src_uri.endswith(".ipynb"):
         return output
     output = NOTEBOOK_MATH.sub(lambda m: math_block(html.unescape(m[1]), "math", "math", {}, None), output)
+    words = editions.of(config).words  # mkdocs-jupyter's own English words, in the edition's
+    output = output.replace('aria-label="Copy to Clipboard"', f'aria-label="{words["copy_cell"]}"')
+    output = output.replace('alt="No description has been provided for this image"', f'alt="{words["notebook_plot"]}"')
     # Under the notebook's title, the first heading inside the notebook.
     title_end = output.find("</h1>", output.find('<div class="jupyter-wrapper">')) + len("</h1>")
     output = output[:title_end] + _read_along(page, config) + output[title_end:]

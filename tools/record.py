@@ -434,8 +434,9 @@ def notebook_text(name: str, runs: dict[str, dict], outputs: dict[str, str], edi
     notebook_pages, words = pages.NOTEBOOKS[name], edition.words
     plot_of = {(page, key): plot for page in notebook_pages for key, plot in runs[page]["plots"].items()}
     chapters = [pages.title(page, edition.docs).split(" ")[0] for page in notebook_pages]
-    chapters = chapters[0] if len(chapters) == 1 else words["chapter_range"].format(first=chapters[0], last=chapters[-1])
-    intro = edition.spaced(words["notebook_intro"].format(chapters=chapters))
+    if len(chapters) > 1:
+        chapters = [words["chapter_range"].format(first=chapters[0], last=chapters[-1])]
+    intro = edition.spaced(words["notebook_intro"].format(chapters=chapters[0]))
     cells = [nbformat.v4.new_markdown_cell(f"# {words[name]}\n\n{intro}")]
     seen = set()
     for page in notebook_pages:
@@ -558,6 +559,14 @@ def main() -> int:
             return 1
         print("recorded the GPU outputs:" + "".join(f"\n  {path.relative_to(ROOT)}" for path in changed))
         return 0
+    from matplotlib import font_manager  # the Chinese plots' labels are laid out with a CJK font
+
+    try:
+        font_manager.findfont("WenQuanYi Micro Hei", fallback_to_default=False)
+    except ValueError:
+        print("note: no WenQuanYi Micro Hei font here, so the Chinese plots' labels are measured with a "
+              "Latin font and may not fit their boxes; install it first (Debian: apt-get install "
+              "fonts-wqy-microhei).", file=sys.stderr)
     try:
         recording = record()
     except RecordingError as error:
