@@ -189,9 +189,9 @@ def chinese_texts() -> dict[str, str]:
 def glossary_problems(texts: dict[str, str]) -> list[str]:
     problems = []
     for term in tomllib.loads(GLOSSARY.read_text())["term"]:
-        if avoid := term.get("avoid"):
-            problems += [f"{where}: {found[0]!r} where the glossary says {term['chinese']} ({term['english']})"
-                         for where, text in texts.items() for found in re.finditer(avoid, text)]
+        problems += [f"{where}: {found[0]!r} where the glossary says {term['chinese']} ({term['english']})"
+                     for variant in term.get("avoid", []) for where, text in texts.items()
+                     for found in re.finditer(variant, text)]
     return problems
 
 
@@ -208,7 +208,7 @@ def test_the_chinese_edition_uses_the_glossarys_terms():
 
 def test_a_variant_the_glossary_rules_out_is_reported():
     problems = glossary_problems({"docs-zh/a6.md": "在 macOS 上使用笔记本时，用 2 个 GPU 的笔记本电脑"})
-    assert [problem.split(": ")[1].split(" where")[0] for problem in problems] == ["'笔记本'", "'2 个 GPU'"]
+    assert [problem.split(": ")[1].split(" where")[0] for problem in problems] == ["'笔记本'", "'个 GPU'"]
 
 
 @pytest.mark.parametrize(("english", "chinese"), PAIRS, ids=[zh[1] for _, zh in PAIRS])

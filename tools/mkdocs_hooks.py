@@ -232,11 +232,11 @@ def _differences_table(edition) -> str:
 
 
 def _glossary_table() -> str:
-    """The Chinese edition's terms (tools/glossary.zh.toml), as a table."""
+    """The Chinese edition's terms (tools/glossary.zh.toml), as a table; a variant is shown without
+    its regular expression's lookarounds (笔记本, not 笔记本(?!电脑))."""
     rows = ["| English | 中文 | Not | Note |", "| --- | --- | --- | --- |"]
     for term in tomllib.loads(editions.GLOSSARY.read_text())["term"]:
-        avoid = term.get("avoid", "").replace("|", "\\|")
-        avoid = f"`{avoid}`" if avoid else ""
+        avoid = "、".join(re.sub(r"\(\?<?[!=][^)]*\)| \?", "", variant) for variant in term.get("avoid", []))
         rows.append(f"| {term['english']} | {term['chinese']} | {avoid} | {term.get('note', '')} |")
     return "\n".join(rows)
 
