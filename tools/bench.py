@@ -203,9 +203,10 @@ def launch_figures(launches, steps):
 
 def measure_ddp(rounds):
     samples = len(ddp_training_data())
-    launchers = {"spawn": lambda n: [sys.executable, "scripts/DDP-script.py", "--world-size", str(n)],
-                 "torchrun": lambda n: [sys.executable, "-m", "torch.distributed.run", "--standalone",
-                                        f"--nproc_per_node={n}", "scripts/DDP-script-torchrun.py"]}
+    launchers = {"spawn": lambda processes: [sys.executable, "scripts/DDP-script.py", "--world-size",
+                                             str(processes)],
+                 "torchrun": lambda processes: [sys.executable, "-m", "torch.distributed.run", "--standalone",
+                                                f"--nproc_per_node={processes}", "scripts/DDP-script-torchrun.py"]}
     commands = {"plain": ([sys.executable, "-c", PLAIN_TRAINING.format(epochs=EPOCHS)], samples // 2)}
     commands.update({  # (command, steps per epoch): DistributedSampler pads to equal shares; batches of 2
         f"{launcher} {n}": ([*command(n), "--epochs", str(EPOCHS)], -(-samples // n) // 2)
@@ -250,60 +251,54 @@ def ratio(a, b):
     return f"{a / b:.1f}×"
 
 
-# The English and the Chinese edition each include their own file: measured/NAME.md, measured/NAME.zh.md.
-def matmul_md(m, language="en"):
-    if language == "zh":
-        gpu = f"；在 {m['gpu']} 上耗时 {m['gpu_us']:.1f} µs" if m["gpu"] else "；当时没有可用的 GPU"
-        return (f"在下面这台机器上，这次乘法用 {m['threads']} 个 torch 线程耗时 {m['cpu_us']:.0f} µs"
-                f"（单线程 {m['cpu_1_thread_us']:.0f} µs）{gpu}。\n\n{label(m, language=language)}\n")
-    gpu = f"; on the {m['gpu']} it took {m['gpu_us']:.1f} µs" if m["gpu"] else "; no GPU was available"
-    return (f"On the machine below the product took {m['cpu_us']:.0f} µs with {m['threads']} torch threads "
-            f"({m['cpu_1_thread_us']:.0f} µs with one){gpu}.\n\n{label(m)}\n")
+# The English and the Chinese edition each include their own file: measured/NAME.md, measured/NAME.zh.md,
+# in the words of tools/editions.py.
+def matmul_md(matmul, language="en"):
+    words = EDITIONS[language].words
+    gpu = words["bench_matmul_gpu"].format(**matmul) if matmul["gpu"] else words["bench_matmul_no_gpu"]
+    return f"{words['bench_matmul'].format(**{**matmul, 'gpu': gpu})}\n\n{label(matmul, language=language)}\n"
 
 
-def ddp_md(d, language="en"):
-    zh = language == "zh"
+def ddp_md(ddp, language="en"):
+    words = EDITIONS[language].words
     rows = []
-    for name, f in d["launches"].items():
-        plain = ("普通 `python`", "1（不用 DDP）") if zh else ("plain `python`", "1 (no DDP)")
-        launcher, n = name.split() if name != "plain" else plain
-        rows.append(f"| {n} | {launcher} | {f['wall']:.2f} s | {f['startup']:.2f} s | {f['step_ms']:.2f} ms |\n")
-    if zh:
-        return (f"| 进程数 | 启动方式 | 训练 {d['epochs']} 轮的总耗时 | 启动耗时 | 一个训练步 |\n"
-                "| --- | --- | --- | --- | --- |\n" + "".join(rows) +
-                f"\n含启动在内，两个进程的总耗时是单个普通进程的 {two_against_one(d, 'wall', zh)}；"
-                f"一个训练步的开销是它的 {two_against_one(d, 'step_ms', zh)}。\n\n"
-                f"{label(d, '；每行取 %d 次启动的中位数' % d['runs'], language)}\n")
-    note = f"; medians of {d['runs']} launches per row"
-    return (f"| Processes | Launcher | Wall time, {d['epochs']} epochs | Start-up | One training step |\n"
-            "| --- | --- | --- | --- | --- |\n" + "".join(rows) +
-            f"\nTwo processes take {two_against_one(d, 'wall')} as long as one plain process, start-up "
-            f"included, and a training step costs {two_against_one(d, 'step_ms')} as much.\n\n{label(d, note)}\n")
+    for name, figures in ddp["launches"].items():
+        launcher, processes = name.split() if name != "plain" else (words["bench_plain"], words["bench_no_ddp"])
+        rows.append(f"| {processes} | {launcher} | {figures['wall']:.2f} s | {figures['startup']:.2f} s "
+                    f"| {figures['step_ms']:.2f} ms |\n")
+    summary = words["bench_ddp_summary"].format(wall=two_against_one(ddp, "wall", language),
+                                                step=two_against_one(ddp, "step_ms", language))
+    note = words["bench_ddp_note"].format(runs=ddp["runs"])
+    return (words["bench_ddp_header"].format(epochs=ddp["epochs"]) + "\n| --- | --- | --- | --- | --- |\n"
+            + "".join(rows) + f"\n{summary}\n\n{label(ddp, note, language)}\n")
 
 
-def two_against_one(d, key, zh=False):
+def two_against_one(ddp, key, language="en"):
     """2 processes against 1 plain process, for both launchers: '1.6× (spawn) and 1.7× (torchrun)'."""
-    plain = d["launches"]["plain"][key]
-    return (" 和 " if zh else " and ").join(
-        ratio(d["launches"][f"{launcher} 2"][key], plain) + (f"（{launcher}）" if zh else f" ({launcher})")
+    words, plain = EDITIONS[language].words, ddp["launches"]["plain"][key]
+    return words["bench_and"].join(
+        words["bench_launcher"].format(ratio=ratio(ddp["launches"][f"{launcher} 2"][key], plain), launcher=launcher)
         for launcher in ("spawn", "torchrun"))
 
 
-README_ROWS = {  # section: [(what, figure)]
-    "builds": lambda b: [
+README_ROWS = {  # section: [(what, figure)]; README is in English
+    "builds": lambda builds: [
         ("cold `mkdocs build --strict` (new process, empty notebook cache) against a plain Material build "
          "(no plugins, no hooks, same `docs/`)",
-         f"{b['cold']:.2f} s against {b['plain']:.2f} s: {ratio(b['cold'], b['plain'])}"),
+         f"{builds['cold']:.2f} s against {builds['plain']:.2f} s: {ratio(builds['cold'], builds['plain'])}"),
         ("repeated `mkdocs build --strict` (notebook cache warm) against the plain build",
-         f"{b['repeat']:.2f} s: {ratio(b['repeat'], b['plain'])}"),
+         f"{builds['repeat']:.2f} s: {ratio(builds['repeat'], builds['plain'])}"),
         ("rebuild as `mkdocs serve` does after an edit, against the plain build in the same process",
-         f"{b['rebuild']:.2f} s against {b['plain_rebuild']:.2f} s: {ratio(b['rebuild'], b['plain_rebuild'])}")],
-    "pages": lambda p: [("largest page (HTML)", f"{p['largest_kb']:.0f} KB (gzip {p['largest_gzip_kb']:.0f} KB), "
-                         f"`{p['largest']}`; {p['over_200_kb']} of {p['pages']} pages over 200 KB")],
-    "tests": lambda t: [("`make test`", f"{t['seconds']:.0f} s, {t['summary']}" + ("" if t["passed"] else ": FAILED"))],
-    "ddp": lambda d: [("DDP, 2 processes against 1 plain process, start-up included", two_against_one(d, "wall")),
-                      ("DDP, one step with 2 processes against one plain step", two_against_one(d, "step_ms"))],
-    "matmul": lambda m: [("Exercise A.4's 100×200 @ 200×300 on the CPU", f"{m['cpu_us']:.0f} µs")],
+         f"{builds['rebuild']:.2f} s against {builds['plain_rebuild']:.2f} s: "
+         f"{ratio(builds['rebuild'], builds['plain_rebuild'])}")],
+    "pages": lambda pages: [("largest page (HTML)",
+                             f"{pages['largest_kb']:.0f} KB (gzip {pages['largest_gzip_kb']:.0f} KB), "
+                             f"`{pages['largest']}`; {pages['over_200_kb']} of {pages['pages']} pages over 200 KB")],
+    "tests": lambda tests: [("`make test`", f"{tests['seconds']:.0f} s, {tests['summary']}"
+                             + ("" if tests["passed"] else ": FAILED"))],
+    "ddp": lambda ddp: [("DDP, 2 processes against 1 plain process, start-up included", two_against_one(ddp, "wall")),
+                        ("DDP, one step with 2 processes against one plain step", two_against_one(ddp, "step_ms"))],
+    "matmul": lambda matmul: [("Exercise A.4's 100×200 @ 200×300 on the CPU", f"{matmul['cpu_us']:.0f} µs")],
 }
 
 
