@@ -100,7 +100,7 @@ def run_page(name, timeout, on_device, parent_has_mps=False):
     env = dict(os.environ)
     code = END_WITH_CHECKER.format(parent=os.getpid())
     if not on_device:
-        env["CUDA_VISIBLE_DEVICES"] = ""  # the CPU, as on the site
+        env["CUDA_VISIBLE_DEVICES"] = env["HIP_VISIBLE_DEVICES"] = ""  # the CPU
         code += HIDE_MPS if parent_has_mps else ""
     code += RUNNER
     if os.name == "posix":
@@ -203,6 +203,8 @@ def in_turn(names, work, jobs):
                 pass
             yield name, future.result()
     except BaseException:
+        for signum in (signal.SIGINT, signal.SIGTERM):  # one stop is enough
+            signal.signal(signum, signal.SIG_IGN)
         stopping.set()
         with lock:
             for child in running:

@@ -562,16 +562,15 @@ def record_report(path: Path) -> Recording:
         raise RecordingError(f"{path} was made on a machine without a CUDA GPU, so it has no GPU outputs to "
                              "record; the site records them from a report made on an NVIDIA GPU.")
     varying, runs = varying_patterns(), device["pages"]
-    environment = next(iter(runs.values()))["environment"]
-    recording = Recording(runs=runs)
-    recording.manifest = {"environment": {**environment, "recorded_by": (
-        f"check-appendix-a.py --report on {report['date']} (checker {report['checker']})")}}
     for page in GPU_PAGES:
-        run = runs.get(page)
-        if run is None or run["status"] != "ran":
+        if runs.get(page, {}).get("status") != "ran":
             raise RecordingError(f"{path} has no run of docs/{page} on the GPU; run the checker on every page "
                                  "(no --page) and attach its report.")
-        cells = pages.program(page)
+    recording = Recording(runs=runs)
+    recording.manifest = {"environment": {**runs[GPU_PAGES[0]]["environment"], "recorded_by": (
+        f"check-appendix-a.py --report on {report['date']} (checker {report['checker']})")}}
+    for page in GPU_PAGES:
+        run, cells = runs[page], pages.program(page)
         if [(c["key"], c["fingerprint"]) for c in run["cells"]] != list(
                 zip((cell.key for cell in cells), pages.fingerprints(cells))):
             raise RecordingError(f"{path} ran an older version of docs/{page}; run the checker downloaded from "
