@@ -10,7 +10,7 @@ PIP_INSTALL := $(BIN)/python -m pip install --quiet --disable-pip-version-check
 SITE_STAMP := $(VENV)/.installed-site
 STAMP := $(VENV)/.installed
 
-.PHONY: serve serve-zh build test lint outputs bench gpu-check lock clean
+.PHONY: serve serve-zh build test lint outputs bench gpu-check checker-versions lock clean
 
 # Stops with one sentence when $(PYTHON) is missing or outside the range the pins install on.
 define CHECK_PYTHON
@@ -53,8 +53,11 @@ test: $(STAMP)  ## the whole test suite
 lint: $(STAMP)  ## ruff, configured in pyproject.toml
 	$(BIN)/ruff check
 
-outputs: $(STAMP)  ## re-record every output, plot, notebook and DDP run after changing code (all or nothing)
-	$(BIN)/python -m tools.record
+outputs: $(STAMP)  ## re-record every output, plot, notebook and DDP run after changing code (all or nothing); REPORT=FILE: the GPU outputs of a check-appendix-a.py report instead
+	$(BIN)/python -m tools.record $(if $(REPORT),--report $(REPORT))
+
+checker-versions: $(STAMP)  ## run check-appendix-a.py with this torch and with each PYTHONS="/path/to/python ..."; write measured/checker*.md
+	$(BIN)/python -m tools.checker versions $(BIN)/python $(PYTHONS)
 
 bench: $(STAMP)  ## measure and write the figures the pages show; ARGS=--quick for a shorter run, ARGS=--help
 	$(BIN)/python -m tools.bench $(ARGS)

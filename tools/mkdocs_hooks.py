@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # mkdocs loads thi
 for name in [name for name in sys.modules if name == "tools" or name.startswith("tools.")]:
     del sys.modules[name]
 
-from tools import book, editions, pages, plots  # noqa: E402
+from tools import book, checker, editions, pages, plots  # noqa: E402
 from tools.record import GPU_OUTPUTS as GPU  # noqa: E402
 from tools.record import MANIFEST, tomllib, varying_patterns  # noqa: E402
 from tools.sections import OUTPUTS, ROOT, section_code  # noqa: E402
@@ -100,6 +100,10 @@ def on_files(files, config):
         except (KeyError, ValueError):  # a missing or broken section: the page itself says so
             continue
         files.append(File.generated(config, f"downloads/{pages.download_name(page)}", content=script))
+    try:  # the checker of a reader's machine: every page's download and recorded outputs, in one file
+        files.append(File.generated(config, f"downloads/{checker.NAME}", content=checker.generate()))
+    except (KeyError, ValueError):  # a missing or broken section: its page says so
+        pass
     for plot in sorted(OUTPUTS.glob("*/*.svg")):
         files.append(File.generated(config, f"plots/{plot.parent.name}/{plot.name}", abs_src_path=str(plot)))
     return files

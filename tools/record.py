@@ -2,6 +2,7 @@
 
     python -m tools.record        # re-record (make outputs; pytest --update-outputs does the same)
     python -m tools.record --gpu  # on a CUDA machine: the GPU outputs (part of make gpu-check)
+    python -m tools.record --report FILE  # the same, from check-appendix-a.py's report of a CUDA machine
 
 Each page's program (tools/pages.py) runs as the page's download, alone: in an empty folder,
 under `python -I`, in a Python that cannot import this project, cell by cell in one namespace.
@@ -549,11 +550,58 @@ def write_gpu(recording: Recording) -> list[Path]:
     return list(files)
 
 
+REPORT_DATA = "<!-- check-appendix-a report data"
+
+
+def read_report(path: Path) -> dict:
+    """The data a report of check-appendix-a.py --report carries (its last lines, in a comment)."""
+    text = Path(path).read_text(encoding="utf-8")
+    start = text.rfind(REPORT_DATA)
+    try:
+        return json.loads(text[text.index("\n", start):text.rindex("-->")])
+    except ValueError:
+        raise RecordingError(f"{path} is not a report of check-appendix-a.py --report (its data at the end "
+                             "is missing or cut); attach the whole file it wrote.") from None
+
+
+def record_report(path: Path) -> Recording:
+    """The GPU outputs of a check-appendix-a.py report made on a CUDA machine, as record_gpu() would
+    record them there, with where they come from; refused if the pages' code has changed since."""
+    report = read_report(path)
+    device = report.get("device") or {}
+    if device.get("device") != "cuda":
+        raise RecordingError(f"{path} was made on a machine without a CUDA GPU, so it has no GPU outputs to "
+                             "record; the site records them from a report made on an NVIDIA GPU.")
+    varying, runs = varying_patterns(), device["pages"]
+    for page in GPU_PAGES:
+        if runs.get(page, {}).get("status") != "ran":
+            raise RecordingError(f"{path} has no run of docs/{page} on the GPU; run the checker on every page "
+                                 "(no --page) and attach its report.")
+    recording = Recording(runs=runs)
+    recording.manifest = {"environment": {**runs[GPU_PAGES[0]]["environment"], "recorded_by": (
+        f"check-appendix-a.py --report on {report['date']} (checker {report['checker']})")}}
+    for page in GPU_PAGES:
+        run, cells = runs[page], pages.program(page)
+        if [(c["key"], c["fingerprint"]) for c in run["cells"]] != list(
+                zip((cell.key for cell in cells), pages.fingerprints(cells))):
+            raise RecordingError(f"{path} ran an older version of docs/{page}; run the checker downloaded from "
+                                 "the site as it is now and attach its new report.")
+        for cell in run["cells"]:
+            key, text = cell["key"], cell["output"]
+            if text and key in varying:
+                problem = compare_text(_stored_output(key) or "", text, varying[key]["lines"], key)
+                if problem:
+                    raise RecordingError(f"{path}: {key} on the GPU does not have the shape declared in "
+                                         f"{VARYING.name}, so it is not recorded:\n{problem}")
+                recording.outputs[key] = text
+    return recording
+
+
 def main() -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so that `finally` blocks run
-    if sys.argv[1:] == ["--gpu"]:
+    if sys.argv[1:] == ["--gpu"] or sys.argv[1:2] == ["--report"] and len(sys.argv) == 3:
         try:
-            changed = write_gpu(record_gpu())
+            changed = write_gpu(record_report(Path(sys.argv[2])) if sys.argv[2:] else record_gpu())
         except RecordingError as error:
             print(error, file=sys.stderr)
             return 1

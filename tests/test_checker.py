@@ -1,0 +1,295 @@
+"""check-appendix-a.py, the download that checks a reader's machine against the site: made from the
+repository's pages and outputs, it runs alone (`python -I`, in an empty folder) and finds this machine
+the same as the site; a planted difference, a failing or hanging page, bad input and Ctrl-C each end it
+with one sentence and leave nothing behind; its report is what the recorder reads back. A GPU is faked."""
+
+import importlib.util
+import inspect
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+import torch
+from bs4 import BeautifulSoup
+from conftest import ROOT
+
+from tools import checker, pages, record
+from tools.checker import NAME
+from tools.editions import EDITIONS
+
+
+def write_checker(folder, site=None):
+    (folder / NAME).write_text(checker.generate(site))
+    return folder / NAME
+
+
+def run_checker(folder, *args, tmp, python=(sys.executable, "-I"), timeout=300):
+    """The checker run alone, as a reader runs it; its temporary files go to `tmp`."""
+    return subprocess.run([*python, NAME, *args], cwd=folder, env={**os.environ, "TMPDIR": str(tmp)},
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def left_behind(tmp):
+    """Files in `tmp`, and processes still running whose command line names it."""
+    processes = [p for p in psutil.process_iter(["cmdline"]) if str(tmp) in " ".join(p.info["cmdline"] or [])]
+    return [*tmp.iterdir(), *processes]
+
+
+HANGS = '"""A page that hangs."""\n\n# %%\nimport time\n\ntime.sleep(600)\n'
+
+
+def planted(**codes):
+    """The repository's site with the code of some pages replaced, by page id: {"A1": "code"}."""
+    site = checker.site_data()
+    for page in site["pages"].values():
+        if (code := codes.get(page["id"].replace(".", ""))) is not None:
+            page["code"] = code
+    return site
+
+
+@pytest.fixture(scope="module")
+def full_run(tmp_path_factory):
+    """Every page checked once, two at a time, with a report: what the tests below share."""
+    folder, tmp = tmp_path_factory.mktemp("checker"), tmp_path_factory.mktemp("checker-tmp")
+    write_checker(folder)
+    return folder, tmp, run_checker(folder, "--jobs", "2", "--report", "report.md", tmp=tmp)
+
+
+def test_the_checker_carries_the_pages_downloads_and_their_recorded_outputs():
+    text = checker.generate()
+    site = checker.embedded_site(text)
+    recorded = json.loads(record.MANIFEST.read_text())
+    assert list(site["pages"]) == pages.chapter_pages()
+    for page, carried in site["pages"].items():
+        assert carried["code"] == pages.download_text(page), f"{NAME} runs other code than {page}'s download"
+        keys = [cell.key for cell in pages.program(page)]
+        assert [cell["key"] for cell in carried["cells"]] == keys
+        for cell in carried["cells"]:
+            stored = record.output_path(cell["key"], ".txt")
+            expected = stored.read_text() if recorded["pages"][page][cell["key"]]["prints"] else ""
+            assert cell["output"] == expected, f"{NAME} expects another output of {cell['key']} than is recorded"
+    assert site["recorded"] == recorded["environment"]
+    assert site["varying"] == {key: {"reason": spec["reason"], "lines": spec["lines"]}
+                               for key, spec in record.varying_patterns().items() if not key.startswith("scripts:")}
+    # The recorder's own runner and comparison, embedded from their source, not written twice.
+    namespace = {}
+    exec(text.split(checker.START)[1].split(checker.END)[0], {"json": json}, namespace)
+    assert namespace["RUNNER"] == record.RUNNER
+    for function in (record.compare_text, record._same_shape):
+        assert inspect.getsource(function) in text
+
+
+def test_this_machine_prints_what_the_site_shows(full_run):
+    folder, tmp, result = full_run
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[-2].startswith(f"All the same: all {len(pages.chapter_pages())} pages print what the site shows")
+    for page in pages.chapter_pages():  # a line for each page, and a progress line
+        assert any(line.split(": ")[0].endswith(pages.title(page)) for line in lines), page
+        assert f"({pages.download_name(page)}) ..." in result.stderr
+    assert "exercise_solutions:a4_matmul_timing line 1" in result.stdout  # named, with why
+    assert "timings differ from run to run" in result.stdout
+    assert sorted(path.name for path in folder.iterdir()) == [NAME, "report.md"]
+    assert left_behind(tmp) == []
+
+
+def test_the_report_has_everything_and_the_recorder_reads_it_back(full_run):
+    folder, _, result = full_run
+    text = (folder / "report.md").read_text()
+    data = record.read_report(folder / "report.md")
+    assert data["summary"] in text and data["summary"] in result.stdout
+    assert list(data["pages"]) == pages.chapter_pages()
+    assert {verdict["status"] for verdict in data["pages"].values()} <= {"same", "machine"}
+    assert data["machine"]["torch"].startswith(f"{torch.__version__} (")
+    assert "| Gloo | available |" in text and "exercise_solutions:a4_matmul_timing" in text
+    with pytest.raises(record.RecordingError, match="without a CUDA GPU"):
+        record.record_report(folder / "report.md")
+    (folder / "cut.md").write_text(text[:len(text) // 2])
+    with pytest.raises(record.RecordingError, match="not a report of check-appendix-a.py"):
+        record.read_report(folder / "cut.md")
+
+
+def test_a_planted_difference_and_a_failing_page_are_reported(tmp_path):
+    site = planted(A1='"""A page that fails."""\n\n# %%\nprint("hello")\n\n# %%\nraise ValueError("planted")\n')
+    a3 = next(page for page in site["pages"].values() if page["id"] == "A.3")
+    cell = next(cell for cell in a3["cells"] if cell["output"])
+    cell["output"] = cell["output"].replace("0", "1", 1)
+    write_checker(tmp_path, site)
+    result = run_checker(tmp_path, "--page", "A.3", "--page", "A.1", "--jobs", "2", tmp=tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    assert "FAILED     A.1 What is PyTorch?: block 2 of its code raised ValueError: planted." in lines
+    assert f"DIFFERENT  A.3 Seeing models as computation graphs: differs from the site in {cell['key']}" in "\n".join(
+        lines)
+    assert f"    --- recorded {cell['key']}" in lines and any(line.startswith("    -") for line in lines)
+    assert lines[-1] == "2 of 2 pages did not print what the site shows: A.1, A.3."
+    assert sorted(path.name for path in tmp_path.iterdir()) == [NAME]
+
+
+def test_a_page_that_hangs_is_stopped_at_its_timeout(tmp_path):
+    write_checker(tmp_path, planted(A1=HANGS))
+    (tmp_path / "tmp").mkdir()
+    result = run_checker(tmp_path, "--page", "a1", "--timeout", "2", tmp=tmp_path / "tmp", timeout=60)
+    assert result.returncode == 1
+    assert "FAILED     A.1 What is PyTorch?: still running after 2 s, so it was stopped" in result.stdout
+    assert left_behind(tmp_path / "tmp") == []
+
+
+@pytest.mark.parametrize("args, python, status, message", [
+    (["--page", "A.10"], (sys.executable, "-I"), 2, "there is no page 'A.10' to check; choose one of A.1, A.2"),
+    (["--report", "no/such/folder/r.md"], (sys.executable, "-I"), 2, "does not exist or cannot be written to"),
+    ([], (sys.executable, "-I", "-S"), 1, "this Python has no torch, and the pages need it"),  # -S: no site-packages
+], ids=["unknown page", "report nowhere", "no torch"])
+def test_bad_input_is_one_sentence(args, python, status, message, tmp_path):
+    write_checker(tmp_path)
+    result = run_checker(tmp_path, *args, tmp=tmp_path, python=python, timeout=60)
+    assert result.returncode == status
+    assert result.stdout == "" and len(result.stderr.splitlines()) == 1 and message in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("signum, status", [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["Ctrl-C", "SIGTERM"])
+def test_ctrl_c_stops_every_page_run_with_one_line(signum, status, tmp_path):
+    write_checker(tmp_path, planted(A1=HANGS, A2=HANGS))
+    (tmp_path / "tmp").mkdir()
+    # In its own process group, as a terminal runs it: Ctrl-C reaches the whole group.
+    process = subprocess.Popen([sys.executable, "-I", NAME, "--page", "A.1", "--page", "A.2", "--jobs", "2"],
+                               cwd=tmp_path, env={**os.environ, "TMPDIR": str(tmp_path / "tmp")},
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        while len(children := psutil.Process(process.pid).children(recursive=True)) < 2:
+            assert process.poll() is None, process.communicate()
+            time.sleep(0.1)
+        os.killpg(process.pid, signum) if signum == signal.SIGINT else process.send_signal(signum)
+        stdout, stderr = process.communicate(timeout=30)
+    finally:
+        process.kill()
+    assert process.returncode == status
+    assert stderr.splitlines()[-1] == f"{NAME}: interrupted; every page run has stopped and nothing was written."
+    assert "Traceback" not in stderr and not any(child.is_running() for child in children)
+    assert left_behind(tmp_path / "tmp") == [] and sorted(p.name for p in tmp_path.iterdir()) == [NAME, "tmp"]
+
+
+# ---------------------------------------------------------------------------------------------
+# A GPU, faked: the program itself, imported, with the machine and the page runs replaced
+
+ON_GPU = {  # what the device code prints on a CUDA GPU
+    "a1_what_is_pytorch:cuda_available": "True\n",
+    "a9_gpu_training:pick_device": "cuda\n",
+    "a9_gpu_training:add_on_device": "tensor([5., 7., 9.], device='cuda:0')\n",
+    "a9_gpu_training:devices_must_match": "RuntimeError: Expected all tensors to be on the same device, "
+                                          "but found at least two devices, cuda:0 and cpu!\n",
+    "a9_gpu_training:to_returns_a_copy": "cpu\ncuda:0\n",
+    "exercise_solutions:a4_matmul_timing": "CPU:    801.2 µs per product\nGPU:     12.5 µs per product\n",
+}
+
+
+@pytest.fixture
+def program(tmp_path, monkeypatch):
+    """The generated checker as a module, its page runs faked: the recorded outputs on the CPU,
+    ON_GPU's on the device."""
+    spec = importlib.util.spec_from_file_location("check_appendix_a", write_checker(tmp_path))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    calls = []
+
+    def run_page(name, timeout, on_device, parent_has_mps=False):
+        calls.append((name, on_device, parent_has_mps))
+        cells = module.SITE["pages"][name]["cells"]
+        outputs = [ON_GPU.get(c["key"], c["output"]) if on_device else c["output"] for c in cells]
+        environment = {"torch": "2.13.0+cu128", "python": "3.11.7", "machine": "Linux x86_64",
+                       "device": "NVIDIA H200" if on_device else "CPU only, 8 cores"}
+        return {"status": "ran", "seconds": 0.1, "outputs": outputs, "environment": environment}
+
+    monkeypatch.setattr(module, "run_page", run_page)
+    monkeypatch.setattr(signal, "signal", lambda *args: None)  # pytest keeps its own handlers
+    module.calls = calls
+    return module
+
+
+def fake_machine(monkeypatch, program, device, gpu):
+    machine = {"torch": "2.13.0+cu128 (CUDA 12.8 build)", "CUDA": f"1 GPU: {gpu}"}
+    monkeypatch.setattr(program, "describe_machine", lambda torch: (machine, device, gpu))
+
+
+def test_on_a_cuda_gpu_the_device_code_runs_there_and_its_report_is_recorded(program, monkeypatch, tmp_path, capsys):
+    fake_machine(monkeypatch, program, "cuda", "NVIDIA H200")
+    report = tmp_path / "report.md"
+    assert program.main(["--report", str(report)]) == 0
+    stdout = capsys.readouterr().out
+    device_pages = [name for name, on_device, _ in program.calls if on_device]
+    assert device_pages == record.GPU_PAGES
+    assert all(not mps for _, _, mps in program.calls)
+    assert "The pages with device code, on cuda (NVIDIA H200):" in stdout
+    assert "  a9_gpu_training:pick_device on cuda:\n    cuda\n" in stdout
+    assert "  exercise_solutions:a4_matmul_timing on cuda:\n" in stdout
+    assert "## On cuda: NVIDIA H200" in report.read_text()
+    recording = record.record_report(report)
+    # What make gpu-check records: the machine-dependent outputs of the pages with device code.
+    varying = record.varying_patterns()
+    assert set(recording.outputs) == {cell.key for page in record.GPU_PAGES for cell in pages.program(page)
+                                      if cell.key in varying}
+    assert {key: recording.outputs[key] for key in ON_GPU} == ON_GPU
+    assert recording.manifest["environment"]["device"] == "NVIDIA H200"
+    assert recording.manifest["environment"]["recorded_by"].startswith("check-appendix-a.py --report on ")
+    monkeypatch.setattr(record, "GPU_OUTPUTS", tmp_path / "gpu")
+    written = record.write_gpu(recording)
+    assert (tmp_path / "gpu" / "a9_gpu_training" / "pick_device.txt").read_text() == "cuda\n"
+    assert json.loads((tmp_path / "gpu" / "recorded.json").read_text()) == recording.manifest
+    assert len(written) == len(recording.outputs) + 1
+
+
+def test_a_stale_or_odd_gpu_report_is_refused(program, monkeypatch, tmp_path):
+    fake_machine(monkeypatch, program, "cuda", "NVIDIA H200")
+    report = tmp_path / "report.md"
+    program.main(["--report", str(report)])
+    text = report.read_text()
+    a9 = json.loads(text.split(record.REPORT_DATA)[1].split("\n", 1)[1].rsplit("-->", 1)[0])
+    fingerprint = a9["device"]["pages"]["a9-gpu-training.md"]["cells"][-1]["fingerprint"]
+    report.write_text(text.replace(f'"fingerprint": "{fingerprint}"', '"fingerprint": "0000"', 1))
+    with pytest.raises(record.RecordingError, match="ran an older version of docs/a9-gpu-training.md"):
+        record.record_report(report)
+    report.write_text(text.replace('"output": "cuda\\n"', '"output": "tpu\\n"'))
+    with pytest.raises(record.RecordingError, match="a9_gpu_training:pick_device on the GPU does not have the shape"):
+        record.record_report(report)
+
+
+def test_on_apple_silicon_the_cpu_runs_hide_mps_and_the_device_runs_use_it(program, monkeypatch, tmp_path, capsys):
+    fake_machine(monkeypatch, program, "mps", "Apple silicon GPU")
+    report = tmp_path / "report.md"
+    assert program.main(["--report", str(report), "--page", "A.9"]) == 0
+    assert program.calls == [("a9-gpu-training.md", False, True), ("a9-gpu-training.md", True, False)]
+    assert "The pages with device code, on mps (Apple silicon GPU):" in capsys.readouterr().out
+    with pytest.raises(record.RecordingError, match="without a CUDA GPU"):
+        record.record_report(report)
+
+
+def test_a_page_is_named_by_its_id_or_its_script(program):
+    assert program.select_pages(["a.7", "exercises.py"]) == ["a7-typical-training-loop.md", "exercises.md"]
+    assert program.select_pages(["A.7", "A.10"]) is None
+
+
+# ---------------------------------------------------------------------------------------------
+# On the site
+
+@pytest.mark.parametrize("edition", EDITIONS.values(), ids=EDITIONS)
+def test_the_setup_and_summary_pages_offer_the_checker(edition, built_site):
+    site = built_site / edition.prefix
+    assert (site / "downloads" / NAME).read_text() == checker.generate()
+    for page in ("setup", "summary"):
+        soup = BeautifulSoup((site / page / "index.html").read_text(), "html.parser")
+        assert soup.select_one(f'.md-content a[href="../downloads/{NAME}"][download]'), f"{page} has no link"
+
+
+def test_the_torch_versions_table_is_what_the_checker_found():
+    """measured/checker*.md render measured/checker.json, which `make checker-versions` writes."""
+    results = json.loads(checker.VERSIONS.read_text())
+    recorded = json.loads(record.MANIFEST.read_text())["environment"]["torch"]
+    assert recorded in results, f"the check has not been run with the torch that recorded the outputs, {recorded}"
+    for language, suffix, docs in [("en", ".md", "docs"), ("zh", ".zh.md", "docs-zh")]:
+        assert (ROOT / "measured" / f"checker{suffix}").read_text() == checker.versions_md(results, language)
+        assert f'--8<-- "measured/checker{suffix}"' in (ROOT / docs / "setup.md").read_text()

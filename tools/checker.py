@@ -1,0 +1,186 @@
+"""check-appendix-a.py: the download that checks a reader's machine against the site.
+
+    python -m tools.checker                      # write check-appendix-a.py here
+    python -m tools.checker versions [PYTHON...]  # make checker-versions
+
+The reader's program is tools/checker_template.py; the build (tools/mkdocs_hooks.py) serves it
+with what it needs embedded, taken from the repository when the site is built: every chapter
+page's download (tools/pages.py), what each of its cells printed when recorded, the declared
+machine-dependent lines, and, as their source, the recorder's own RUNNER (which runs a download
+cell by cell) and compare_text (which compares by shape). So the checker runs the pages exactly
+as the recorder does and judges them exactly as the tests do, and needs nothing but torch.
+
+`versions` runs the checker with each given Python (each with its own torch) and writes what it
+found, page by page, to measured/checker.json, rendered into measured/checker.md and
+measured/checker.zh.md, which the setup pages include: the torch versions the check has passed
+with here, never typed by hand.
+"""
+
+import datetime
+import hashlib
+import inspect
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from tools import pages, record
+from tools.sections import ROOT
+
+NAME = "check-appendix-a.py"
+TEMPLATE = ROOT / "tools" / "checker_template.py"
+START = "# ---- embedded from the repository by tools/checker.py when the site is built ----\n"
+END = "# ---- end of what is embedded ----\n"
+VERSIONS = ROOT / "measured" / "checker.json"
+
+
+def site_data() -> dict:
+    """What the checker embeds: the pages, their recorded outputs, the machine-dependent lines."""
+    manifest = json.loads(record.MANIFEST.read_text())
+    site = {"pages": {}, "recorded": manifest["environment"], "device_pages": list(record.GPU_PAGES),
+            "varying": {key: {"reason": spec["reason"], "lines": spec["lines"]}
+                        for key, spec in record.varying_patterns().items() if not key.startswith("scripts:")}}
+    for page in pages.chapter_pages():
+        cells = pages.program(page)
+        title = pages.title(page)
+        outputs = [record.output_path(cell.key, ".txt") for cell in cells]
+        site["pages"][page] = {
+            "id": title.split(" ")[0], "title": title, "script": pages.download_name(page),
+            "code": pages.download_text(page, cells),
+            "cells": [{"key": cell.key, "fingerprint": fingerprint, "output": path.read_text() if path.exists() else ""}
+                      for cell, fingerprint, path in zip(cells, pages.fingerprints(cells), outputs)]}
+    site["version"] = hashlib.sha256(json.dumps(site, sort_keys=True).encode()).hexdigest()[:12]
+    return site
+
+
+def _raw(text: str) -> str:
+    """`text` as a raw triple-quoted literal where it can be one (readable), else its repr."""
+    if "'''" in text or text.endswith("\\"):
+        return repr(text)
+    return f"r'''{text}'''"
+
+
+def generate(site: dict | None = None) -> str:
+    """check-appendix-a.py: the template with `site` (default: the repository's) embedded."""
+    site = site_data() if site is None else site
+    template = TEMPLATE.read_text()
+    before, rest = template.split(START)
+    after = rest.split(END)[1]
+    shared = "\n\n".join(inspect.getsource(function) for function in (record.compare_text, record._same_shape))
+    embedded = (f"{START}# The pages, their code and what the site shows under each block:\n"
+                f"SITE = json.loads({_raw(json.dumps(site, indent=1, ensure_ascii=False))})\n"
+                f"# tools/record.py's RUNNER: runs a download cell by cell, stdout per cell\n"
+                f"RUNNER = {_raw(record.RUNNER)}\n\n\n"
+                f"# tools/record.py's comparison, by shape where the machine decides\n{shared}{END}")
+    return before + embedded + after
+
+
+def embedded_site(text: str) -> dict:
+    """The SITE that a generated checker carries (what the tests compare with the repository)."""
+    namespace = {}
+    exec(text.split(START)[1].split("RUNNER = ")[0], {"json": json}, namespace)
+    return namespace["SITE"]
+
+
+# ---------------------------------------------------------------------------------------------
+# The torch versions the check has passed with here
+
+WORDS = {
+    "en": {"same": "the same", "machine": "the same (machine-dependent lines differ)",
+           "different": "differs in `{key}`", "failed": "failed: {error}", "page": "Page",
+           "Exercises": "Exercises",
+           "label": "*Checked by `{command}` on {date}: {machine}, Python {python}, torch {torch}; "
+                    "every page in {seconds:.0f} s.*",
+           "all": "Every page printed what the site shows with torch {versions}.", "and": " and "},
+    "zh": {"same": "相同", "machine": "相同（仅依赖于机器的行不同）",
+           "different": "不同：`{key}`", "failed": "运行失败：{error}", "page": "页面", "Exercises": "练习",
+           "label": "*由 `{command}` 于 {date} 检查：{machine}，Python {python}，torch {torch}；"
+                    "全部页面用时 {seconds:.0f} 秒。*",
+           "all": "使用 torch {versions} 时，每个页面打印的都与本站显示的相同。", "and": " 和 "},
+}
+
+
+def _version_key(version: str) -> tuple:
+    return tuple(int(part) for part in version.split("+")[0].split(".") if part.isdigit())
+
+
+def versions_md(results: dict, language: str = "en") -> str:
+    """The table of pages against torch versions, from measured/checker.json."""
+    words = WORDS[language]
+    versions = sorted(results, key=_version_key)
+    ids = {page: entry["id"] for version in versions for page, entry in results[version]["pages"].items()}
+    rows = [f"| {words['page']} | " + " | ".join(f"torch {v}" for v in versions) + " |",
+            "| --- |" + " --- |" * len(versions)]
+    for page, name in ids.items():
+        cells = []
+        for version in versions:
+            entry = results[version]["pages"].get(page, {"status": "failed", "error": "not run"})
+            status = "failed" if entry["status"] in ("raised", "timeout") else entry["status"]
+            cells.append(words[status].format(**{"key": "", "error": "", **entry}).replace("|", "\\|"))
+        rows.append(f"| [{words.get(name, name)}]({page}) | " + " | ".join(cells) + " |")
+    passed = [v for v in versions if all(p["status"] in ("same", "machine") for p in results[v]["pages"].values())]
+    lead = words["all"].format(versions=words["and"].join(passed)) + "\n\n" if passed == versions else ""
+    labels = "\n\n".join(words["label"].format(**results[v]) for v in versions)
+    return f"{lead}" + "\n".join(rows) + f"\n\n{labels}\n"
+
+
+def run_checker(python: str, jobs: int) -> dict:
+    """Run the generated checker with `python` alone, in an empty folder; the report's data."""
+    with tempfile.TemporaryDirectory(prefix="checker-versions-") as folder:
+        (Path(folder) / NAME).write_text(generate())
+        command = [python, "-I", NAME, "--report", "report.md", "--jobs", str(jobs)]
+        result = subprocess.run(command, cwd=folder, capture_output=True, text=True, timeout=3600)
+        report = Path(folder) / "report.md"
+        if not report.exists():
+            sys.exit(f"checker-versions: {python} {NAME} wrote no report (exit status {result.returncode}):\n"
+                     f"{result.stderr}")
+        print(result.stdout, file=sys.stderr)
+        return record.read_report(report)
+
+
+def record_versions(pythons: list[str], jobs: int = 2) -> dict:
+    """Run the checker with each Python; add what it found to measured/checker.json, render it."""
+    results = json.loads(VERSIONS.read_text()) if VERSIONS.exists() else {}
+    for python in pythons:
+        data = run_checker(python, jobs)
+        machine = data["machine"]
+        torch = machine["torch"].split()[0]
+        gpu = machine["CUDA"] if "not available" not in machine["CUDA"] else "no GPU"
+        cores = machine["CPU"].rsplit(", ", 1)[-1]
+        results[torch] = {
+            "command": "make checker-versions", "date": data["date"], "torch": machine["torch"],
+            "python": machine["Python"], "machine": f"{data['environment']['machine']}, {cores}, {gpu}",
+            "seconds": data["seconds"], "checker": data["checker"], "summary": data["summary"],
+            "pages": {page: {"id": pages.title(page).split(" ")[0], "status": v["status"],
+                             **{k: v[k] for k in ("key", "error") if k in v}, "seconds": v.get("seconds")}
+                      for page, v in data["pages"].items()}}
+    VERSIONS.write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n")
+    render(results)
+    return results
+
+
+def render(results: dict, out: Path = ROOT / "measured") -> None:
+    for language, suffix in [("en", ".md"), ("zh", ".zh.md")]:
+        (out / f"checker{suffix}").write_text(versions_md(results, language))
+
+
+def main(argv: list[str]) -> int:
+    if argv[:1] == ["versions"]:
+        pythons = argv[1:] or [sys.executable]
+        print(f"checker-versions: running {NAME} with {', '.join(pythons)} ({datetime.date.today()})",
+              file=sys.stderr)
+        results = record_versions(pythons)
+        print("wrote measured/checker.json, measured/checker.md and measured/checker.zh.md: "
+              + ", ".join(f"torch {v}: {r['summary']}" for v, r in results.items()), file=sys.stderr)
+        return 0
+    if argv:
+        print(__doc__.split("\n\n")[1], file=sys.stderr)
+        return 2
+    Path(NAME).write_text(generate())
+    print(f"wrote {NAME}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
