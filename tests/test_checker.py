@@ -20,7 +20,7 @@ from conftest import ROOT
 
 from tools import checker, pages, record
 from tools.checker import NAME
-from tools.editions import EDITIONS
+from tools.editions import EDITIONS, ENGLISH
 
 
 def write_checker(folder, site=None):
@@ -73,7 +73,7 @@ def test_the_checker_carries_the_pages_downloads_and_their_recorded_outputs():
             stored = record.output_path(cell["key"], ".txt")
             expected = stored.read_text() if recorded["pages"][page][cell["key"]]["prints"] else ""
             assert cell["output"] == expected, f"{NAME} expects another output of {cell['key']} than is recorded"
-    assert site["recorded"] == recorded["environment"]
+    assert site["recorded"] == {**recorded["environment"], "device": ENGLISH.device(recorded["environment"])}
     assert site["varying"] == {key: {"reason": spec["reason"], "lines": spec["lines"]}
                                for key, spec in record.varying_patterns().items() if not key.startswith("scripts:")}
     # The recorder's own runner and comparison, embedded from their source, not written twice.

@@ -26,6 +26,7 @@ import tempfile
 from pathlib import Path
 
 from tools import pages, record
+from tools.editions import ENGLISH
 from tools.sections import ROOT
 
 NAME = "check-appendix-a.py"
@@ -38,7 +39,8 @@ VERSIONS = ROOT / "measured" / "checker.json"
 def site_data() -> dict:
     """What the checker embeds: the pages, their recorded outputs, the machine-dependent lines."""
     manifest = json.loads(record.MANIFEST.read_text())
-    site = {"pages": {}, "recorded": manifest["environment"], "device_pages": list(record.GPU_PAGES),
+    recorded = {**manifest["environment"], "device": ENGLISH.device(manifest["environment"])}
+    site = {"pages": {}, "recorded": recorded, "device_pages": list(record.GPU_PAGES),
             "varying": {key: {"reason": spec["reason"], "lines": spec["lines"]}
                         for key, spec in record.varying_patterns().items() if not key.startswith("scripts:")}}
     for page in pages.chapter_pages():

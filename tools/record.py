@@ -64,8 +64,9 @@ class RecordingError(Exception):
 # __main__ module (pickling a class defined in a cell then works as in a script), stdout per cell.
 RUNNER = r"""
 import contextlib, importlib.util, io, json, os, platform, sys, traceback, types
-script, result, plotters = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
-plot_words = json.loads(sys.argv[4])  # {language: the plots' words in that edition}
+script, result, plots = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+# {index of the cell: its plotter's source}, {language: the plots' words in that edition}
+plotters, plot_words = plots.get("plotters", {}), plots.get("words", {})
 if importlib.util.find_spec("snippets") is not None:
     sys.exit("this Python can import the project's `snippets` package, but a page must run without it; "
              "uninstall the project from this environment (pip uninstall appendix-a-executable-book)")
@@ -125,11 +126,10 @@ def run_page(page: str) -> dict:
         script = Path(folder) / pages.download_name(page)
         script.write_text(pages.download_text(page, cells))
         result = Path(folder) / "result.json"
-        plotters = json.dumps(plots.plotters_for(page, cells))
-        plot_words = json.dumps({language: {key: text for key, text in edition.words.items()
-                                            if key.startswith("plot_")} for language, edition in EDITIONS.items()})
-        child = subprocess.Popen([sys.executable, "-I", "-c", RUNNER, str(script), str(result), plotters,
-                                  plot_words],
+        plot_words = {language: {key: text for key, text in edition.words.items() if key.startswith("plot_")}
+                      for language, edition in EDITIONS.items()}
+        to_plot = json.dumps({"plotters": plots.plotters_for(page, cells), "words": plot_words})
+        child = subprocess.Popen([sys.executable, "-I", "-c", RUNNER, str(script), str(result), to_plot],
                                  cwd=folder, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                                  env={**os.environ, "MPLBACKEND": "Agg"},
                                  preexec_fn=_die_with_parent if sys.platform == "linux" else None)
