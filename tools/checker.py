@@ -26,7 +26,7 @@ import tempfile
 from pathlib import Path
 
 from tools import pages, record
-from tools.editions import ENGLISH
+from tools.editions import EDITIONS, ENGLISH
 from tools.sections import ROOT
 
 NAME = "check-appendix-a.py"
@@ -88,43 +88,35 @@ def embedded_site(text: str) -> dict:
 # ---------------------------------------------------------------------------------------------
 # The torch versions the check has passed with here
 
-WORDS = {
-    "en": {"same": "the same", "machine": "the same (machine-dependent lines differ)",
-           "different": "differs in `{key}`", "failed": "failed: {error}", "page": "Page",
-           "Exercises": "Exercises",
-           "label": "*Checked by `{command}` on {date}: {machine}, Python {python}, torch {torch}; "
-                    "every page in {seconds:.0f} s.*",
-           "all": "Every page printed what the site shows with torch {versions}.", "and": " and "},
-    "zh": {"same": "相同", "machine": "相同（仅依赖于机器的行不同）",
-           "different": "不同：`{key}`", "failed": "运行失败：{error}", "page": "页面", "Exercises": "练习",
-           "label": "*由 `{command}` 于 {date} 检查：{machine}，Python {python}，torch {torch}；"
-                    "全部页面用时 {seconds:.0f} 秒。*",
-           "all": "使用 torch {versions} 时，每个页面打印的都与本站显示的相同。", "and": " 和 "},
-}
-
-
 def _version_key(version: str) -> tuple:
     return tuple(int(part) for part in version.split("+")[0].split(".") if part.isdigit())
 
 
 def versions_md(results: dict, language: str = "en") -> str:
     """The table of pages against torch versions, from measured/checker.json."""
-    words = WORDS[language]
+    words = EDITIONS[language].words
     versions = sorted(results, key=_version_key)
     ids = {page: entry["id"] for version in versions for page, entry in results[version]["pages"].items()}
-    rows = [f"| {words['page']} | " + " | ".join(f"torch {v}" for v in versions) + " |",
+    rows = [f"| {words['checker_page']} | " + " | ".join(f"torch {v}" for v in versions) + " |",
             "| --- |" + " --- |" * len(versions)]
     for page, name in ids.items():
         cells = []
         for version in versions:
             entry = results[version]["pages"].get(page, {"status": "failed", "error": "not run"})
             status = "failed" if entry["status"] in ("raised", "timeout") else entry["status"]
-            cells.append(words[status].format(**{"key": "", "error": "", **entry}).replace("|", "\\|"))
-        rows.append(f"| [{words.get(name, name)}]({page}) | " + " | ".join(cells) + " |")
+            cells.append(words[f"checker_{status}"].format(**{"key": "", "error": "", **entry}).replace("|", "\\|"))
+        rows.append(f"| [{pages.title(page, EDITIONS[language].docs).split(' ')[0]}]({page}) | "
+                    + " | ".join(cells) + " |")
     passed = [v for v in versions if all(p["status"] in ("same", "machine") for p in results[v]["pages"].values())]
-    lead = words["all"].format(versions=words["and"].join(passed)) + "\n\n" if passed == versions else ""
-    labels = "\n\n".join(words["label"].format(**results[v]) for v in versions)
+    lead = words["checker_all"].format(versions=words["bench_and"].join(passed)) + "\n\n" if passed == versions else ""
+    labels = "\n\n".join(_label(results[version], words) for version in versions)
     return f"{lead}" + "\n".join(rows) + f"\n\n{labels}\n"
+
+
+def _label(entry: dict, words: dict) -> str:
+    machine = entry["machine"]
+    about = words["checked_on"].format(**{**machine, "gpu": machine["gpu"] or words["no_gpu"]})
+    return words["checked_by"].format(**{**entry, "machine": about})
 
 
 def run_checker(python: str, jobs: int) -> dict:
@@ -146,13 +138,13 @@ def record_versions(pythons: list[str], jobs: int = 2) -> dict:
     results = json.loads(VERSIONS.read_text()) if VERSIONS.exists() else {}
     for python in pythons:
         data = run_checker(python, jobs)
-        machine = data["machine"]
+        machine, environment = data["machine"], data["environment"]
         torch = machine["torch"].split()[0]
-        gpu = machine["CUDA"] if "not available" not in machine["CUDA"] else "no GPU"
-        cores = machine["CPU"].rsplit(", ", 1)[-1]
         results[torch] = {
-            "command": "make checker-versions", "date": data["date"], "torch": machine["torch"],
-            "python": machine["Python"], "machine": f"{data['environment']['machine']}, {cores}, {gpu}",
+            "command": "make checker-versions", "date": data["date"], "torch": torch,
+            "python": machine["Python"].split()[0],
+            "machine": {"system": environment["machine"], "cores": environment["cores"],
+                        "gpu": None if "not available" in machine["CUDA"] else machine["CUDA"]},
             "seconds": data["seconds"], "checker": data["checker"], "summary": data["summary"],
             "pages": {page: {"id": pages.title(page).split(" ")[0], "status": v["status"],
                              **{k: v[k] for k in ("key", "error") if k in v}, "seconds": v.get("seconds")}

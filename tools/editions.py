@@ -105,6 +105,16 @@ ENGLISH = Edition("en", "English", "mkdocs.yml", ROOT / "docs", "", {
     "bench_ddp_note": "; medians of {runs} launches per row",
     "bench_launcher": "{ratio} ({launcher})",
     "bench_and": " and ",
+    # The table of torch versions that check-appendix-a.py passed with (tools/checker.py).
+    "checker_page": "Page",
+    "checker_same": "the same",
+    "checker_machine": "the same (machine-dependent lines differ)",
+    "checker_different": "differs in `{key}`",
+    "checker_failed": "failed: {error}",
+    "checker_all": "Every page printed what the site shows with torch {versions}.",
+    "checked_by": "*Checked by `{command}` on {date}: {machine}, Python {python}, torch {torch}; every page in "
+                  "{seconds:.0f} s.*",
+    "checked_on": "{system}, {cores} cores, {gpu}",
     # The words in the plots (tools/plots.py).
     "plot_feature": "feature {number}",
     "plot_class": "class {label}",
@@ -170,6 +180,15 @@ CHINESE = Edition("zh", "简体中文", "mkdocs.zh.yml", ROOT / "docs-zh", "zh/"
     "bench_ddp_note": "；每行取 {runs} 次启动的中位数",
     "bench_launcher": "{ratio}（{launcher}）",
     "bench_and": " 和 ",
+    "checker_page": "页面",
+    "checker_same": "相同",
+    "checker_machine": "相同（仅依赖于机器的行不同）",
+    "checker_different": "不同：`{key}`",
+    "checker_failed": "运行失败：{error}",
+    "checker_all": "使用 torch {versions} 时，每个页面打印的都与本站显示的相同。",
+    "checked_by": "*由 `{command}` 于 {date} 检查：{machine}，Python {python}，torch {torch}；"
+                  "全部页面用时 {seconds:.0f} 秒。*",
+    "checked_on": "{system}，{cores} 核，{gpu}",
     "plot_feature": "特征 {number}",
     "plot_class": "类别 {label}",
     "plot_class_of": "类别 {label}，{split}",
