@@ -201,8 +201,8 @@ def program(tmp_path, monkeypatch):
         calls.append((name, on_device, parent_has_mps))
         cells = module.SITE["pages"][name]["cells"]
         outputs = [ON_GPU.get(c["key"], c["output"]) if on_device else c["output"] for c in cells]
-        environment = {"torch": "2.13.0+cu128", "python": "3.11.7", "machine": "Linux x86_64",
-                       "device": "NVIDIA H200" if on_device else "CPU only, 8 cores"}
+        environment = {"torch": "2.13.0+cu128", "python": "3.11.7", "machine": "Linux x86_64", "cores": 8,
+                       "gpu": "NVIDIA H200" if on_device else None, "mps": False}
         return {"status": "ran", "seconds": 0.1, "outputs": outputs, "environment": environment}
 
     monkeypatch.setattr(module, "run_page", run_page)
