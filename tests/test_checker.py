@@ -234,7 +234,7 @@ def test_on_a_cuda_gpu_the_device_code_runs_there_and_its_report_is_recorded(pro
     assert set(recording.outputs) == {cell.key for page in record.GPU_PAGES for cell in pages.program(page)
                                       if cell.key in varying}
     assert {key: recording.outputs[key] for key in ON_GPU} == ON_GPU
-    assert recording.manifest["environment"]["device"] == "NVIDIA H200"
+    assert recording.manifest["environment"]["gpu"] == "NVIDIA H200"
     assert recording.manifest["environment"]["recorded_by"].startswith("check-appendix-a.py --report on ")
     monkeypatch.setattr(record, "GPU_OUTPUTS", tmp_path / "gpu")
     written = record.write_gpu(recording)
