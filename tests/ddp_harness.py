@@ -1,11 +1,13 @@
 """What the DDP tests share: one launch with a time limit that leaves nothing behind (`run_job`),
 scripts copied alone into an empty folder (`alone`), the check of a fresh run against its
-recording (`drift`), and what DDP training must equal (`single_process_weights`)."""
+recording (`drift`), what DDP training must equal (`single_process_weights`, `assert_same_weights`,
+`FULL_ACCURACY`) and a free port (`free_port`)."""
 
 import importlib.util
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -16,10 +18,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import psutil
+import torch
+import torch.nn.functional as F
+from torch.utils.data import DataLoader
+from torch.utils.data.distributed import DistributedSampler
 
-from tools.record import SCRIPT_OUTPUTS as OUTPUTS
-from tools.record import SCRIPT_RUNS as RUNS
-from tools.record import compare_text, varying_patterns
+from tools.record import SCRIPT_OUTPUTS, SCRIPT_RUNS, compare_text, varying_patterns
 from tools.record import ddp_environment as environment
 from tools.sections import ROOT
 
@@ -29,6 +33,7 @@ TORCHRUN = "scripts/DDP-script-torchrun.py"
 TORCHRUN_2 = ["-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2"]
 TAG = "DDP_JOB_TAG"  # every process of a job inherits it, which is how survivors are found
 UNDESTROYED = "the process group was not destroyed before the process exited"
+FULL_ACCURACY = "Training accuracy 1.0000 (20/20) | Test accuracy 1.0000 (8/8)"  # the last line of a run
 
 # Put on PYTHONPATH by `alone`: this project's packages cannot be imported, and a process that
 # ends (os._exit, as the scripts do) without destroy_process_group() says so and fails.
@@ -203,7 +208,7 @@ def _kill(process):
 
 def recorded_text(job, name):
     """What of `job` is recorded as scripts/outputs/NAME; raise if the run did not end as it must."""
-    run = RUNS[name]
+    run = SCRIPT_RUNS[name]
     if job.returncode != run.status or job.survivors:
         raise AssertionError(f"`{run.command}` should exit with status {run.status}:\n{job.describe()}")
     return job.stdout if run.stream == "stdout" else job.stderr
@@ -212,7 +217,7 @@ def recorded_text(job, name):
 def drift(name, fresh):
     """None if `fresh` matches scripts/outputs/NAME, else a message naming the file, the command,
     how to re-record, and a diff."""
-    path = OUTPUTS / name
+    path = SCRIPT_OUTPUTS / name
     rerecord = "`make outputs`"
     if not path.exists():
         return f"{path.relative_to(ROOT)} is missing; record it with {rerecord}."
@@ -220,7 +225,7 @@ def drift(name, fresh):
     diff = compare_text(path.read_text(), fresh, patterns, name)
     if diff is None:
         return None
-    return (f"{path.relative_to(ROOT)} differs from what `{RUNS[name].command}` prints now; if the "
+    return (f"{path.relative_to(ROOT)} differs from what `{SCRIPT_RUNS[name].command}` prints now; if the "
             f"change is intended, re-record it with {rerecord}:\n{diff}")
 
 
@@ -239,11 +244,6 @@ def single_process_weights(epochs=3, world_size=2):
     DDP averages the ranks' gradients of their mean losses; with equal batch sizes that is the
     gradient of the mean loss over all their batches together.
     """
-    import torch
-    import torch.nn.functional as F
-    from torch.utils.data import DataLoader
-    from torch.utils.data.distributed import DistributedSampler
-
     script = load_script("DDP-script.py")
     dataset = script.prepare_dataset(0, world_size)[0].dataset
     samplers = [DistributedSampler(dataset, num_replicas=world_size, rank=r) for r in range(world_size)]
@@ -262,3 +262,15 @@ def single_process_weights(epochs=3, world_size=2):
             loss.backward()
             optimizer.step()
     return model.state_dict()
+
+
+def assert_same_weights(actual, expected):
+    assert actual.keys() == expected.keys()
+    for key in expected:
+        torch.testing.assert_close(actual[key], expected[key], atol=1e-6, rtol=1e-6, msg=lambda m: f"{key}: {m}")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("", 0))
+        return s.getsockname()[1]

@@ -7,12 +7,10 @@ are printed, see `pytest -s`), that no process of the job survived and what it l
 Any test may run first, alone or in any order.
 
 Checks of the command line and of paths stop a script before it starts any process, so most of
-them run the script's `__main__` in this process (`run_in_process`): the same code, without
-paying a second each for importing torch. One of them runs as a real command too.
+them run the script's `__main__` in this process (the fixture `run_in_process`): the same code,
+without paying a second each for importing torch. One of them runs as a real command too.
 """
 
-import contextlib
-import io
 import math
 import os
 import re
@@ -30,11 +28,14 @@ import pytest
 import torch
 import torch.multiprocessing
 from ddp_harness import (
+    FULL_ACCURACY,
     ROOT,
     SPAWN,
     TORCHRUN,
     TORCHRUN_2,
+    assert_same_weights,
     drift,
+    free_port,
     load_script,
     recorded_text,
     run_job,
@@ -45,6 +46,9 @@ from tools.record import ddp_environment as environment
 
 TIMEOUT = 5  # --timeout of the jobs that wait for a rank that never answers
 LONG = ["--epochs", "300"]  # a run that is still training when it is signalled
+# What DDP-script.py sets in os.environ for its ranks: the variables that steer a DDP launch,
+# which environment() leaves out.
+SET_BY_THE_SCRIPT = ("MASTER_ADDR", "MASTER_PORT", "OMP_NUM_THREADS", "USE_LIBUV")
 torchrun_script = load_script("DDP-script-torchrun.py")
 
 
@@ -83,12 +87,6 @@ class Evil:
         return (open, (self.marker, "w"))
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def tmp(tmp_path_factory):
     return tmp_path_factory.mktemp("ddp-faults")
@@ -121,10 +119,8 @@ def jobs(tmp):
         "spawn kill": lambda: run_job([SPAWN, "--fault", "kill"], env=env),
         "truncated snapshot": lambda: run_job([TORCHRUN, "--snapshot", tmp / "truncated.pt"], env=env),
     }
-    pool = ThreadPoolExecutor(max_workers=3)
-    futures = {name: pool.submit(launch) for name, launch in launches.items()}
-    yield futures
-    pool.shutdown(wait=True)
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        yield {name: pool.submit(launch) for name, launch in launches.items()}
 
 
 def failed(job, bound, status=None):
@@ -155,22 +151,24 @@ def test_bad_input_from_the_command_line(jobs):
 
 # --- bad command lines, environments and paths -------------------------------------------
 
-def run_in_process(script, args=(), env=None):
-    """Run a script's `__main__` here, as `python script ARGS` would; return (exit status, stderr, seconds).
+@pytest.fixture
+def run_in_process(monkeypatch, capsys):
+    """run(script, args, env): run a script's `__main__` here, as `python script ARGS` would, in
+    environment(**env); return (exit status, stderr, seconds). monkeypatch undoes it all.
 
     For checks that stop the script before it starts any process: if one does not, mp.spawn
-    fails the test instead of starting ranks inside pytest. Like the launched jobs, which get
-    CUDA_VISIBLE_DEVICES="", the script sees no GPU.
+    fails the test instead of starting ranks inside pytest, and the script's signal handlers
+    are not installed. Like the launched jobs, which get CUDA_VISIBLE_DEVICES="", the script
+    sees no GPU.
     """
-    saved_env, saved_argv = dict(os.environ), list(sys.argv)
-    saved_spawn, saved_cuda, saved_exit = torch.multiprocessing.spawn, torch.cuda.is_available, os._exit
-    saved_handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-    stderr = io.StringIO()
-    start = time.monotonic()
-    try:
-        os.environ.clear()
-        os.environ.update(environment(**(env or {})))
-        sys.argv = [str(ROOT / script), *map(str, args)]
+    def run(script, args=(), env=None):
+        wanted = environment(**(env or {}))
+        for name in {*os.environ, *SET_BY_THE_SCRIPT} - wanted.keys():
+            monkeypatch.setenv(name, "")  # first set, so that it is removed again if the run sets it
+            monkeypatch.delenv(name)
+        for name, value in wanted.items():
+            monkeypatch.setenv(name, value)
+        monkeypatch.setattr(sys, "argv", [str(ROOT / script), *map(str, args)])
 
         def no_spawn(*_, **__):
             raise AssertionError(f"{script} {' '.join(map(str, args))} started processes")
@@ -178,24 +176,20 @@ def run_in_process(script, args=(), env=None):
         def leave(status):  # a rank ends with os._exit (no interpreter shutdown); here, end the run only
             raise SystemExit(status)
 
-        torch.multiprocessing.spawn, os._exit = no_spawn, leave
-        torch.cuda.is_available = lambda: False
-        with contextlib.redirect_stderr(stderr), contextlib.redirect_stdout(io.StringIO()) as stdout:
-            try:
-                runpy.run_path(str(ROOT / script), run_name="__main__")
-                status = 0
-            except SystemExit as exit:
-                status = exit.code
-    finally:
-        torch.multiprocessing.spawn, torch.cuda.is_available, os._exit = saved_spawn, saved_cuda, saved_exit
-        for number, handler in saved_handlers.items():
-            signal.signal(number, handler)
-        os.environ.clear()
-        os.environ.update(saved_env)
-        sys.argv = saved_argv
-    assert stdout.getvalue() == "", "nothing may be printed before the checks pass"
-    assert not any("spawn_main" in command_line(p) for p in psutil.Process().children()), "a rank started"
-    return status, stderr.getvalue(), time.monotonic() - start
+        monkeypatch.setattr(torch.multiprocessing, "spawn", no_spawn)
+        monkeypatch.setattr(os, "_exit", leave)
+        monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+        monkeypatch.setattr(signal, "signal", lambda number, handler: signal.getsignal(number))
+        start = time.monotonic()
+        with pytest.raises(SystemExit) as exit:
+            runpy.run_path(str(ROOT / script), run_name="__main__")
+        seconds = time.monotonic() - start
+        printed = capsys.readouterr()
+        assert printed.out == "", "nothing may be printed before the checks pass"
+        assert not any("spawn_main" in command_line(p) for p in psutil.Process().children()), "a rank started"
+        return exit.value.code, printed.err, seconds
+
+    return run
 
 
 def command_line(process):
@@ -220,7 +214,7 @@ BAD_INPUTS = [
 
 
 @pytest.mark.parametrize("args, message", BAD_INPUTS, ids=[" ".join(a) for a, _ in BAD_INPUTS])
-def test_bad_input_gives_one_clear_sentence(args, message):
+def test_bad_input_gives_one_clear_sentence(run_in_process, args, message):
     status, stderr, seconds = run_in_process(SPAWN, args)
     assert status == 2, stderr
     assert message in stderr
@@ -243,7 +237,7 @@ def unwritable_folder(tmp):
 
 @pytest.mark.parametrize("script, option", [(SPAWN, "--save"), (TORCHRUN, "--save"), (TORCHRUN, "--snapshot")])
 @pytest.mark.parametrize("case", ["parent is a file", "path is a folder", "dot", "folder not writable"])
-def test_bad_path_stops_before_any_work(tmp, script, option, case):
+def test_bad_path_stops_before_any_work(run_in_process, tmp, script, option, case):
     (tmp / "a-file").write_text("not a folder")
     (tmp / "a-folder").mkdir(exist_ok=True)
     path, message = {
@@ -260,36 +254,40 @@ def test_bad_path_stops_before_any_work(tmp, script, option, case):
     assert "Traceback" not in stderr
 
 
-def test_more_gpus_than_present_gives_one_clear_sentence(monkeypatch):
+def test_more_gpus_than_present_gives_one_clear_sentence(monkeypatch, capsys):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
     monkeypatch.setattr(sys, "argv", ["DDP-script.py", "--world-size", "4", "--backend", "gloo"])
-    with pytest.raises(SystemExit) as exit, contextlib.redirect_stderr(io.StringIO()) as err:
+    with pytest.raises(SystemExit) as exit:
         load_script("DDP-script.py").parse_args()
     assert exit.value.code == 2
-    assert "--world-size 4 needs 4 GPUs, one per process, but 2 are visible; use --world-size 2" in err.getvalue()
+    stderr = capsys.readouterr().err
+    assert "--world-size 4 needs 4 GPUs, one per process, but 2 are visible; use --world-size 2" in stderr
 
 
-def test_busy_master_port_fails_fast_and_leaves_the_other_program_alone():
+@pytest.fixture
+def other_program():
     other = BusyPort()
-    try:
-        status, stderr, seconds = run_in_process(SPAWN, env={"MASTER_PORT": str(other.port)})
-        assert status == 2, stderr
-        assert f"MASTER_PORT={other.port} is in use or not a port number" in stderr
-        assert seconds < 10
-        assert other.connections == 0, "nothing may connect to the other program"
-        assert other.still_serves()
-    finally:
-        other.socket.close()
+    yield other
+    other.socket.close()
 
 
-def test_bad_master_port_gives_one_clear_sentence():
+def test_busy_master_port_fails_fast_and_leaves_the_other_program_alone(run_in_process, other_program):
+    status, stderr, seconds = run_in_process(SPAWN, env={"MASTER_PORT": str(other_program.port)})
+    assert status == 2, stderr
+    assert f"MASTER_PORT={other_program.port} is in use or not a port number" in stderr
+    assert seconds < 10
+    assert other_program.connections == 0, "nothing may connect to the other program"
+    assert other_program.still_serves()
+
+
+def test_bad_master_port_gives_one_clear_sentence(run_in_process):
     status, stderr, _ = run_in_process(SPAWN, env={"MASTER_PORT": "http"})
     assert status == 2
     assert "MASTER_PORT=http is in use or not a port number; choose a free port (1 to 65535)" in stderr
 
 
-def test_ranks_started_by_hand_need_a_master_address():
+def test_ranks_started_by_hand_need_a_master_address(run_in_process):
     status, stderr, _ = run_in_process(TORCHRUN, env={"RANK": "1", "WORLD_SIZE": "2"})
     assert status == 1
     assert stderr == ("[rank 1] error: Error initializing torch.distributed using env:// rendezvous: "
@@ -430,9 +428,6 @@ def test_torchrun_restarts_a_killed_worker_and_ends_with_the_same_weights(jobs, 
     assert not job.survivors, job.survivors
     assert "[rank 1] --fault kill:" in job.stderr, "the fault never happened"
     assert f"resuming from {tmp / 'recovery-snapshot.pt'} after epoch 1" in job.stderr, job.describe()
-    assert job.stdout.rstrip().endswith("Training accuracy 1.0000 (20/20) | Test accuracy 1.0000 (8/8)")
+    assert job.stdout.rstrip().endswith(FULL_ACCURACY)
     recovered = torch.load(tmp / "recovered.pt", weights_only=True)
-    expected = single_process_weights(epochs=3, world_size=2)  # what an uninterrupted run writes
-    assert recovered.keys() == expected.keys()
-    for key in expected:
-        torch.testing.assert_close(recovered[key], expected[key], atol=1e-6, rtol=1e-6)
+    assert_same_weights(recovered, single_process_weights(epochs=3, world_size=2))  # as an uninterrupted run

@@ -9,7 +9,6 @@ tests then assert on the results as they arrive.
 import ast
 import difflib
 import re
-import socket
 import subprocess
 import sys
 import uuid
@@ -18,13 +17,16 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import torch
 from ddp_harness import (
+    FULL_ACCURACY,
     SCRIPTS,
     SPAWN,
     TORCHRUN,
     TORCHRUN_2,
     UNDESTROYED,
     alone,
+    assert_same_weights,
     drift,
+    free_port,
     recorded_text,
     run_job,
     single_process_weights,
@@ -36,13 +38,6 @@ from tools.sections import ROOT, read_chunks, section_code
 SCRIPT_NAMES = ["DDP-script.py", "DDP-script-torchrun.py"]
 WORLD_SIZES = [1, 3, 8]  # and 2, the default: the fewest, one that does not divide 20 samples, the most
 EPOCHS = 3
-FULL_ACCURACY = "Training accuracy 1.0000 (20/20) | Test accuracy 1.0000 (8/8)"
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("", 0))
-        return s.getsockname()[1]
 
 
 def two_nodes(tmp, env):
@@ -91,12 +86,11 @@ def jobs(tmp_path_factory):
         "spawn without destroy": lambda: without_destroy(tmp, "DDP-script.py", ["--world-size", 1]),
         "torchrun without destroy": lambda: without_destroy(tmp, "DDP-script-torchrun.py"),
     }
-    pool = ThreadPoolExecutor(max_workers=2)  # each launch keeps about two cores busy on its own
-    futures = {name: pool.submit(launch) for name, launch in launches.items()}
-    futures["tmp"] = tmp
-    futures["folders"] = {"spawn": spawn_folder, "torchrun": torchrun_folder}
-    yield futures
-    pool.shutdown(wait=True)
+    with ThreadPoolExecutor(max_workers=2) as pool:  # each launch keeps about two cores busy on its own
+        futures = {name: pool.submit(launch) for name, launch in launches.items()}
+        futures["tmp"] = tmp
+        futures["folders"] = {"spawn": spawn_folder, "torchrun": torchrun_folder}
+        yield futures
 
 
 def succeeded(job):
@@ -110,12 +104,6 @@ def succeeded(job):
 def reference():
     """The weights of one process trained on what ranks 0 and 1 get at every step, without DDP."""
     return single_process_weights(epochs=EPOCHS, world_size=2)
-
-
-def assert_same_weights(actual, expected):
-    assert actual.keys() == expected.keys()
-    for key in expected:
-        torch.testing.assert_close(actual[key], expected[key], atol=1e-6, rtol=1e-6, msg=lambda m: f"{key}: {m}")
 
 
 def ranks_that_trained(stdout):
