@@ -6,7 +6,6 @@ recording (`drift`), what DDP training must equal (`single_process_weights`, `as
 import importlib.util
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -23,9 +22,10 @@ import torch.nn.functional as F
 from torch.utils.data import DataLoader
 from torch.utils.data.distributed import DistributedSampler
 
-from tools.record import SCRIPT_OUTPUTS, SCRIPT_RUNS, compare_text, varying_patterns
-from tools.record import ddp_environment as environment
+from tools.runner import SCRIPT_RUNS, kill_group, session
+from tools.runner import ddp_environment as environment
 from tools.sections import ROOT
+from tools.store import SCRIPT_OUTPUTS, compare_text, varying_patterns
 
 SCRIPTS = ROOT / "scripts"
 SPAWN = "scripts/DDP-script.py"
@@ -116,28 +116,26 @@ def run_job(args, env=None, timeout=120, settle=2.0, tmpdir=None, cwd=ROOT, sign
 
 def _run(command, env, tag, timeout, settle, cwd, signal_after):
     start = time.monotonic()
-    process = subprocess.Popen(command, cwd=cwd, env=env, stdin=subprocess.DEVNULL, text=True,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
-    timer = threading.Timer(timeout, lambda: _kill_everything(process.pid, tag))
-    timer.start()
     out, err, signalled = [], [], []
+    with session(command, cwd=cwd, env=env, stdin=subprocess.DEVNULL, text=True,
+                 stdout=subprocess.PIPE, stderr=subprocess.PIPE) as process:  # the group goes at the end
+        timer = threading.Timer(timeout, lambda: _kill_everything(process, tag))
+        timer.start()
 
-    def watch(line):
-        if signal_after and not signalled and signal_after[0] in line:
-            signalled.append(time.monotonic() - start)
-            os.kill(process.pid, signal_after[1])
+        def watch(line):
+            if signal_after and not signalled and signal_after[0] in line:
+                signalled.append(time.monotonic() - start)
+                os.kill(process.pid, signal_after[1])
 
-    readers = [threading.Thread(target=_read_lines, args=(stream, lines, start, check), daemon=True)
-               for stream, lines, check in ((process.stdout, out, watch), (process.stderr, err, None))]
-    try:
-        for reader in readers:
-            reader.start()
-        process.wait()
-        seconds = time.monotonic() - start
-    finally:
-        timer.cancel()
-        _kill_group(process.pid)
-        process.wait()
+        readers = [threading.Thread(target=_read_lines, args=(stream, lines, start, check), daemon=True)
+                   for stream, lines, check in ((process.stdout, out, watch), (process.stderr, err, None))]
+        try:
+            for reader in readers:
+                reader.start()
+            process.wait()
+            seconds = time.monotonic() - start
+        finally:
+            timer.cancel()
     for reader in readers:  # the pipes close when the last process holding them is gone
         reader.join(settle)
     deadline = time.monotonic() + settle
@@ -171,18 +169,11 @@ def _tagged_processes(tag):
     return found
 
 
-def _kill_everything(pid, tag):
+def _kill_everything(process, tag):
     """Past the time limit: the launcher's process group, and the tagged processes outside it."""
-    _kill_group(pid)
+    kill_group(process)
     for p in _tagged_processes(tag):
         _kill(p)
-
-
-def _kill_group(pid):
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def _describe(process):

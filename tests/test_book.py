@@ -17,7 +17,7 @@ import nbformat
 import pytest
 from conftest import ROOT
 
-from tools import book, pages, record
+from tools import book, pages, store
 from tools.editions import EDITIONS, ENGLISH
 
 UPSTREAM = ROOT / "tests" / "upstream"
@@ -104,7 +104,7 @@ class Comparison:
 
 def compare(name: str, book_cells: list[BookCell], differences) -> Comparison:
     program, output = our_program(name)
-    varying = record.varying_patterns()
+    varying = store.varying_patterns()
     declared = {number: d for d in differences if d.notebook == name for number in d.cells}
     result, cursor = Comparison([], len(book_cells), 0, 0, 0), 0
     for cell in book_cells:

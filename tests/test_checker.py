@@ -18,7 +18,7 @@ import torch
 from bs4 import BeautifulSoup
 from conftest import ROOT
 
-from tools import checker, pages, record
+from tools import checker, pages, record, store
 from tools.checker import NAME
 from tools.editions import EDITIONS, ENGLISH
 
@@ -63,24 +63,24 @@ def full_run(tmp_path_factory):
 def test_the_checker_carries_the_pages_downloads_and_their_recorded_outputs():
     text = checker.generate()
     site = checker.embedded_site(text)
-    recorded = json.loads(record.MANIFEST.read_text())
+    recorded = json.loads(store.MANIFEST.read_text())
     assert list(site["pages"]) == pages.chapter_pages()
     for page, carried in site["pages"].items():
         assert carried["code"] == pages.download_text(page), f"{NAME} runs other code than {page}'s download"
         keys = [cell.key for cell in pages.program(page)]
         assert [cell["key"] for cell in carried["cells"]] == keys
         for cell in carried["cells"]:
-            stored = record.output_path(cell["key"], ".txt")
+            stored = store.output_path(cell["key"], ".txt")
             expected = stored.read_text() if recorded["pages"][page][cell["key"]]["prints"] else ""
             assert cell["output"] == expected, f"{NAME} expects another output of {cell['key']} than is recorded"
     assert site["recorded"] == {**recorded["environment"], "device": ENGLISH.device(recorded["environment"])}
     assert site["varying"] == {key: {"reason": spec["reason"], "lines": spec["lines"]}
-                               for key, spec in record.varying_patterns().items() if not key.startswith("scripts:")}
+                               for key, spec in store.varying_patterns().items() if not key.startswith("scripts:")}
     # The recorder's own runner and comparison, embedded from their source, not written twice.
     namespace = {}
     exec(text.split(checker.START)[1].split(checker.END)[0], {"json": json}, namespace)
-    assert namespace["RUNNER"] == record.RUNNER
-    for function in (record.compare_text, record._same_shape):
+    assert namespace["RUNNER"] == checker.PAGE_RUNNER.read_text()
+    for function in (store.compare_text, store._same_shape):
         assert inspect.getsource(function) in text
 
 
@@ -101,17 +101,17 @@ def test_this_machine_prints_what_the_site_shows(full_run):
 def test_the_report_has_everything_and_the_recorder_reads_it_back(full_run):
     folder, _, result = full_run
     text = (folder / "report.md").read_text()
-    data = record.read_report(folder / "report.md")
+    data = store.read_report(folder / "report.md")
     assert data["summary"] in text and data["summary"] in result.stdout
     assert list(data["pages"]) == pages.chapter_pages()
     assert {verdict["status"] for verdict in data["pages"].values()} <= {"same", "machine"}
     assert data["machine"]["torch"].startswith(f"{torch.__version__} (")
     assert "| Gloo | available |" in text and "exercise_solutions:a4_matmul_timing" in text
-    with pytest.raises(record.RecordingError, match="without a CUDA GPU"):
+    with pytest.raises(store.RecordingError, match="without a CUDA GPU"):
         record.record_report(folder / "report.md")
     (folder / "cut.md").write_text(text[:len(text) // 2])
-    with pytest.raises(record.RecordingError, match="not a report of check-appendix-a.py"):
-        record.read_report(folder / "cut.md")
+    with pytest.raises(store.RecordingError, match="not a report of check-appendix-a.py"):
+        store.read_report(folder / "cut.md")
 
 
 def test_a_planted_difference_and_a_failing_page_are_reported(tmp_path):
@@ -222,7 +222,7 @@ def test_on_a_cuda_gpu_the_device_code_runs_there_and_its_report_is_recorded(pro
     assert program.main(["--report", str(report)]) == 0
     stdout = capsys.readouterr().out
     device_pages = [name for name, on_device, _ in program.calls if on_device]
-    assert device_pages == record.GPU_PAGES
+    assert device_pages == pages.GPU_PAGES
     assert all(not mps for _, _, mps in program.calls)
     assert "The pages with device code, on cuda (NVIDIA H200):" in stdout
     assert "  a9_gpu_training:pick_device on cuda:\n    cuda\n" in stdout
@@ -230,8 +230,8 @@ def test_on_a_cuda_gpu_the_device_code_runs_there_and_its_report_is_recorded(pro
     assert "## On cuda: NVIDIA H200" in report.read_text()
     recording = record.record_report(report)
     # What make gpu-check records: the machine-dependent outputs of the pages with device code.
-    varying = record.varying_patterns()
-    assert set(recording.outputs) == {cell.key for page in record.GPU_PAGES for cell in pages.program(page)
+    varying = store.varying_patterns()
+    assert set(recording.outputs) == {cell.key for page in pages.GPU_PAGES for cell in pages.program(page)
                                       if cell.key in varying}
     assert {key: recording.outputs[key] for key in ON_GPU} == ON_GPU
     assert recording.manifest["environment"]["gpu"] == "NVIDIA H200"
@@ -248,13 +248,13 @@ def test_a_stale_or_odd_gpu_report_is_refused(program, monkeypatch, tmp_path):
     report = tmp_path / "report.md"
     program.main(["--report", str(report)])
     text = report.read_text()
-    a9 = json.loads(text.split(record.REPORT_DATA)[1].split("\n", 1)[1].rsplit("-->", 1)[0])
+    a9 = json.loads(text.split(store.REPORT_DATA)[1].split("\n", 1)[1].rsplit("-->", 1)[0])
     fingerprint = a9["device"]["pages"]["a9-gpu-training.md"]["cells"][-1]["fingerprint"]
     report.write_text(text.replace(f'"fingerprint": "{fingerprint}"', '"fingerprint": "0000"', 1))
-    with pytest.raises(record.RecordingError, match="ran an older version of docs/a9-gpu-training.md"):
+    with pytest.raises(store.RecordingError, match="ran an older version of docs/a9-gpu-training.md"):
         record.record_report(report)
     report.write_text(text.replace('"output": "cuda\\n"', '"output": "tpu\\n"'))
-    with pytest.raises(record.RecordingError, match="a9_gpu_training:pick_device on the GPU does not have the shape"):
+    with pytest.raises(store.RecordingError, match="a9_gpu_training:pick_device on the GPU does not have the shape"):
         record.record_report(report)
 
 
@@ -264,7 +264,7 @@ def test_on_apple_silicon_the_cpu_runs_hide_mps_and_the_device_runs_use_it(progr
     assert program.main(["--report", str(report), "--page", "A.9"]) == 0
     assert program.calls == [("a9-gpu-training.md", False, True), ("a9-gpu-training.md", True, False)]
     assert "The pages with device code, on mps (Apple silicon GPU):" in capsys.readouterr().out
-    with pytest.raises(record.RecordingError, match="without a CUDA GPU"):
+    with pytest.raises(store.RecordingError, match="without a CUDA GPU"):
         record.record_report(report)
 
 
@@ -288,7 +288,7 @@ def test_the_setup_and_summary_pages_offer_the_checker(edition, built_site):
 def test_the_torch_versions_table_is_what_the_checker_found():
     """measured/checker*.md render measured/checker.json, which `make checker-versions` writes."""
     results = json.loads(checker.VERSIONS.read_text())
-    recorded = json.loads(record.MANIFEST.read_text())["environment"]["torch"]
+    recorded = json.loads(store.MANIFEST.read_text())["environment"]["torch"]
     assert recorded in results, f"the check has not been run with the torch that recorded the outputs, {recorded}"
     for language, suffix, docs in [("en", ".md", "docs"), ("zh", ".zh.md", "docs-zh")]:
         assert (ROOT / "measured" / f"checker{suffix}").read_text() == checker.versions_md(results, language)

@@ -42,7 +42,7 @@ from ddp_harness import (
     single_process_weights,
 )
 
-from tools.record import ddp_environment as environment
+from tools.runner import ddp_environment as environment
 
 TIMEOUT = 5  # --timeout of the jobs that wait for a rank that never answers
 LONG = ["--epochs", "300"]  # a run that is still training when it is signalled

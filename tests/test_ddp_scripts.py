@@ -32,7 +32,7 @@ from ddp_harness import (
     single_process_weights,
 )
 
-from tools.record import ddp_environment as environment
+from tools.runner import ddp_environment as environment
 from tools.sections import ROOT, read_chunks, section_code
 
 SCRIPT_NAMES = ["DDP-script.py", "DDP-script-torchrun.py"]

@@ -9,7 +9,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from tools import pages, record
+from tools import notebooks, pages, store
 from tools.editions import CHINESE, EDITIONS, ENGLISH
 from tools.sections import ROOT
 
@@ -43,14 +43,14 @@ def reexecuted(tmp_path_factory):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_reexecution_reproduces_the_stored_outputs(name, reexecuted):
-    patterns = record.varying_patterns()
+    patterns = store.varying_patterns()
     for index, (old, new) in enumerate(zip(stored(name).cells, reexecuted[name].cells)):
         if old.cell_type != "code":
             continue
         kinds = [o.output_type for o in new.outputs if not (o.output_type == "stream" and o.name == "stdout")]
         assert kinds == [], f"{name}.ipynb cell {index} writes {kinds} when run in a kernel"  # plots are the recorder's
         section = old.metadata["section"]
-        diff = record.compare_text(stdout_of(old), stdout_of(new), patterns.get(section, {}).get("lines", []),
+        diff = store.compare_text(stdout_of(old), stdout_of(new), patterns.get(section, {}).get("lines", []),
                                    f"{name}.ipynb cell {index} ({section})")
         assert diff is None, f"run as one notebook, {name}.ipynb prints something else in cell {index}:\n{diff}"
 
@@ -74,7 +74,7 @@ def test_the_stored_notebook_is_clean(name, edition):
     text = (edition.notebooks / f"{name}.ipynb").read_text()
     notebook = nbformat.reads(text, as_version=4)
     nbformat.validate(notebook)
-    assert notebook.metadata == {"kernelspec": record.KERNEL, "language_info": {"name": "python"}}
+    assert notebook.metadata == {"kernelspec": notebooks.KERNEL, "language_info": {"name": "python"}}
     for marker in ["/work/", "/home/", "/tmp/", "/root/", "/Users/", "\\\\Users\\\\", "make outputs", "snippets/"]:
         assert marker not in text, f"{name}.ipynb contains {marker!r}: a path of this machine or a maintainer note"
 

@@ -15,20 +15,20 @@ import pytest
 import torch
 from conftest import ROOT
 
-from tools import pages, record
+from tools import pages, store
 from tools.sections import OUTPUTS, SNIPPETS, read_chunks
 
 DRAWS = 300  # fresh random states per output that prints an unseeded draw
 
 
 def test_every_page_prints_what_is_stored(recording):
-    problems = record.drift(recording)
+    problems = store.drift(recording)
     assert not problems, "\n\n".join(problems)
 
 
 def stored_with(change: dict) -> dict:
     """What is stored, with some files changed (text) or removed (None)."""
-    stored = record.stored_files()
+    stored = store.stored_files()
     for path, text in change.items():
         if text is None:
             del stored[path]
@@ -39,7 +39,7 @@ def stored_with(change: dict) -> dict:
 
 def test_one_changed_character_fails_with_a_diff_naming_the_file(recording):
     shape = OUTPUTS / "a2_tensors" / "shape.txt"
-    problems = record.drift(recording, stored_with({shape: shape.read_text().replace("3", "4", 1)}))
+    problems = store.drift(recording, stored_with({shape: shape.read_text().replace("3", "4", 1)}))
     assert len(problems) == 1, problems
     assert problems[0].startswith("snippets/outputs/a2_tensors/shape.txt differs from a fresh run")
     assert "-torch.Size([2, 4])" in problems[0] and "+torch.Size([2, 3])" in problems[0]
@@ -50,14 +50,14 @@ def test_a_machine_dependent_line_is_checked_for_its_shape(recording):
     version = OUTPUTS / "a1_what_is_pytorch" / "version.txt"
     fresh = recording.outputs["a1_what_is_pytorch:version"]
     same_shape = re.sub(r"\d", "9", fresh)  # another version of the same layout: accepted
-    assert record.drift(recording, stored_with({version: same_shape})) == []
-    problems = record.drift(recording, stored_with({version: "no torch here\n"}))
+    assert store.drift(recording, stored_with({version: same_shape})) == []
+    problems = store.drift(recording, stored_with({version: "no torch here\n"}))
     assert [p.split(" differs")[0] for p in problems] == ["snippets/outputs/a1_what_is_pytorch/version.txt"]
 
 
 def test_a_new_or_vanished_output_is_reported(recording):
     shape, old = OUTPUTS / "a2_tensors" / "shape.txt", OUTPUTS / "a2_tensors" / "removed_section.txt"
-    problems = "\n".join(record.drift(recording, stored_with({shape: None, old: "old\n"})))
+    problems = "\n".join(store.drift(recording, stored_with({shape: None, old: "old\n"})))
     assert "snippets/outputs/a2_tensors/shape.txt is not recorded" in problems
     assert "snippets/outputs/a2_tensors/removed_section.txt is stored but nothing prints it" in problems
 
@@ -86,11 +86,11 @@ def test_malformed_section_markers_are_refused(text, message, tmp_path):
 def test_a_pattern_that_would_accept_a_broken_line_is_refused(pattern, tmp_path):
     declared = tmp_path / "varying_outputs.toml"
     declared.write_text(f"[a1_what_is_pytorch.version]\nreason = 'x'\nlines = ['{pattern}']\n")
-    with pytest.raises(record.RecordingError, match=re.escape(f"pattern {pattern!r} also accepts")):
-        record.varying_patterns(declared)
+    with pytest.raises(store.RecordingError, match=re.escape(f"pattern {pattern!r} also accepts")):
+        store.varying_patterns(declared)
 
 
-RANDOM = [key for key, spec in record.varying_patterns().items() if spec.get("random")]
+RANDOM = [key for key, spec in store.varying_patterns().items() if spec.get("random")]
 
 
 @pytest.mark.parametrize("key", RANDOM)
@@ -100,7 +100,7 @@ def test_an_unseeded_output_keeps_its_layout_whatever_the_draw(key, recording):
     page = next(p for p, run in recording.runs.items() if key in [c.key for c in run["cells"]])
     cells = recording.runs[page]["cells"]
     prefix = cells[: [c.key for c in cells].index(key) + 1]
-    patterns = record.varying_patterns()[key]["lines"]
+    patterns = store.varying_patterns()[key]["lines"]
     shapes = set()
     try:
         for _ in range(DRAWS):
@@ -111,7 +111,7 @@ def test_an_unseeded_output_keeps_its_layout_whatever_the_draw(key, recording):
                     before = printed.tell()
                     exec(cell.code, namespace)
             text = printed.getvalue()[before:]
-            diff = record.compare_text(recording.outputs[key], text, patterns, key)
+            diff = store.compare_text(recording.outputs[key], text, patterns, key)
             assert diff is None, f"a fresh draw printed {key} in another layout:\n{diff}"
             shapes.add(tuple(map(len, text.splitlines())))
     finally:
@@ -137,7 +137,7 @@ def _descendants_once(process, wanted, timeout):
 ])
 def test_an_interrupted_recording_changes_nothing_and_leaves_nothing_running(signal_number, status, moment,
                                                                               tmp_path):
-    before = record.stored_files(scripts=True)
+    before = store.stored_files(scripts=True)
     recorder = subprocess.Popen([sys.executable, "-m", "tools.record"], cwd=ROOT, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True, env={**os.environ, "TMPDIR": str(tmp_path)},
                                 # a shell's background job ignores Ctrl-C, and so would the recorder
@@ -153,7 +153,7 @@ def test_an_interrupted_recording_changes_nothing_and_leaves_nothing_running(sig
     assert stderr.strip() == "interrupted: nothing was written"
     _, alive = psutil.wait_procs(children, timeout=15)
     assert not alive, f"left running after {signal.Signals(signal_number).name}: {alive}"
-    assert record.stored_files(scripts=True) == before, "a file changed"
+    assert store.stored_files(scripts=True) == before, "a file changed"
     assert list(ROOT.rglob(".*.recording")) == []
     ours = [name for name in os.listdir(tmp_path) if not name.startswith("torchinductor_")]  # torch's cache
     assert ours == [], "temporary folders left behind"
@@ -162,7 +162,7 @@ def test_an_interrupted_recording_changes_nothing_and_leaves_nothing_running(sig
 def test_every_torch_version_typed_in_the_repository_is_the_recorded_one():
     """The pins, the install commands and the output titles name the torch that recorded the outputs:
     after an upgrade and `make outputs`, this names every place still showing the old version."""
-    recorded = json.loads(record.MANIFEST.read_text())["environment"]["torch"].split("+")[0]
+    recorded = json.loads(store.MANIFEST.read_text())["environment"]["torch"].split("+")[0]
     files = [*ROOT.glob("docs*/*.md"), ROOT / "README.md", ROOT / "requirements.in", ROOT / "requirements.txt"]
     stale = [f"{path.relative_to(ROOT)}: torch {version}" for path in files
              for version in re.findall(r"\btorch(?:==| )(\d+\.\d+\.\d+)", path.read_text()) if version != recorded]

@@ -31,8 +31,8 @@ from pathlib import Path
 import yaml
 
 from tools.editions import EDITIONS
+from tools.sections import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 SECTIONS = ("builds", "pages", "matmul", "ddp", "tests")
 QUICK = ("builds", "pages", "matmul")
 WORLD_SIZES = (1, 2, 4, 8)

@@ -6,7 +6,7 @@
 The reader's program is tools/checker_template.py; the build (tools/mkdocs_hooks.py) serves it
 with what it needs embedded, taken from the repository when the site is built: every chapter
 page's download (tools/pages.py), what each of its cells printed when recorded, the declared
-machine-dependent lines, and, as their source, the recorder's own RUNNER (which runs a download
+machine-dependent lines, and, as their source, the recorder's own page runner (which runs a download
 cell by cell) and compare_text (which compares by shape). So the checker runs the pages exactly
 as the recorder does and judges them exactly as the tests do, and needs nothing but torch.
 
@@ -25,12 +25,13 @@ import sys
 import tempfile
 from pathlib import Path
 
-from tools import pages, record
+from tools import pages, store
 from tools.editions import EDITIONS, ENGLISH
 from tools.sections import ROOT
 
 NAME = "check-appendix-a.py"
 TEMPLATE = ROOT / "tools" / "checker_template.py"
+PAGE_RUNNER = ROOT / "tools" / "page_runner.py"
 START = "# ---- embedded from the repository by tools/checker.py when the site is built ----\n"
 END = "# ---- end of what is embedded ----\n"
 VERSIONS = ROOT / "measured" / "checker.json"
@@ -38,15 +39,15 @@ VERSIONS = ROOT / "measured" / "checker.json"
 
 def site_data() -> dict:
     """What the checker embeds: the pages, their recorded outputs, the machine-dependent lines."""
-    manifest = json.loads(record.MANIFEST.read_text())
+    manifest = json.loads(store.MANIFEST.read_text())
     recorded = {**manifest["environment"], "device": ENGLISH.device(manifest["environment"])}
-    site = {"pages": {}, "recorded": recorded, "device_pages": list(record.GPU_PAGES),
+    site = {"pages": {}, "recorded": recorded, "device_pages": list(pages.GPU_PAGES),
             "varying": {key: {"reason": spec["reason"], "lines": spec["lines"]}
-                        for key, spec in record.varying_patterns().items() if not key.startswith("scripts:")}}
+                        for key, spec in store.varying_patterns().items() if not key.startswith("scripts:")}}
     for page in pages.chapter_pages():
         cells = pages.program(page)
         title = pages.title(page)
-        outputs = [record.output_path(cell.key, ".txt") for cell in cells]
+        outputs = [store.output_path(cell.key, ".txt") for cell in cells]
         site["pages"][page] = {
             "id": title.split(" ")[0], "title": title, "script": pages.download_name(page),
             "code": pages.download_text(page, cells),
@@ -69,12 +70,12 @@ def generate(site: dict | None = None) -> str:
     template = TEMPLATE.read_text()
     before, rest = template.split(START)
     after = rest.split(END)[1]
-    shared = "\n\n".join(inspect.getsource(function) for function in (record.compare_text, record._same_shape))
+    shared = "\n\n".join(inspect.getsource(function) for function in (store.compare_text, store._same_shape))
     embedded = (f"{START}# The pages, their code and what the site shows under each block:\n"
                 f"SITE = json.loads({_raw(json.dumps(site, indent=1, ensure_ascii=False))})\n"
-                f"# tools/record.py's RUNNER: runs a download cell by cell, stdout per cell\n"
-                f"RUNNER = {_raw(record.RUNNER)}\n\n\n"
-                f"# tools/record.py's comparison, by shape where the machine decides\n{shared}{END}")
+                f"# tools/page_runner.py: runs a download cell by cell, stdout per cell\n"
+                f"RUNNER = {_raw(PAGE_RUNNER.read_text())}\n\n\n"
+                f"# tools/store.py's comparison, by shape where the machine decides\n{shared}{END}")
     return before + embedded + after
 
 
@@ -130,7 +131,7 @@ def run_checker(python: str, jobs: int) -> dict:
             sys.exit(f"checker-versions: {python} {NAME} wrote no report (exit status {result.returncode}):\n"
                      f"{result.stderr}")
         print(result.stdout, file=sys.stderr)
-        return record.read_report(report)
+        return store.read_report(report)
 
 
 def record_versions(pythons: list[str], jobs: int = 2) -> dict:

@@ -35,10 +35,10 @@ NAME = "check-appendix-a.py"
 
 # ---- embedded from the repository by tools/checker.py when the site is built ----
 SITE = {"pages": {}, "varying": {}, "recorded": {}, "device_pages": [], "version": ""}
-RUNNER = ""  # tools/record.py's RUNNER: runs a download cell by cell, stdout per cell
+RUNNER = ""  # tools/page_runner.py: runs a download cell by cell, stdout per cell
 
 
-def compare_text(recorded, fresh, patterns, label):  # tools/record.py's compare_text
+def compare_text(recorded, fresh, patterns, label):  # tools/store.py's compare_text
     raise NotImplementedError("tools/checker.py embeds the real one")
 # ---- end of what is embedded ----
 

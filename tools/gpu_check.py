@@ -22,10 +22,11 @@ from pathlib import Path
 import torch
 
 from tools import record
-from tools.record import ddp_environment as environment
+from tools.runner import ddp_environment as environment
 from tools.sections import ROOT
+from tools.store import SCRIPT_OUTPUTS
 
-GPU_OUTPUTS = ROOT / "scripts" / "outputs" / "gpu"
+GPU_RUNS = SCRIPT_OUTPUTS / "gpu"  # the DDP scripts on GPUs (the pages' GPU outputs: store.GPU_OUTPUTS)
 FULL_ACCURACY = "Training accuracy 1.0000 (20/20) | Test accuracy 1.0000 (8/8)"
 
 
@@ -56,9 +57,9 @@ def check_ddp_with_nccl():
     for key, expected in gloo_weights.items():
         torch.testing.assert_close(nccl_weights[key], expected, atol=1e-5, rtol=1e-5,
                                    msg=lambda m: f"gpu-check: NCCL and Gloo weights differ in {key}: {m}")
-    (GPU_OUTPUTS / "DDP-script-nccl.txt").write_text(nccl)
+    (GPU_RUNS / "DDP-script-nccl.txt").write_text(nccl)
     print(f"gpu-check: NCCL on {world_size} GPU(s) trained and matches Gloo within 1e-5; "
-          f"recorded {(GPU_OUTPUTS / 'DDP-script-nccl.txt').relative_to(ROOT)}")
+          f"recorded {(GPU_RUNS / 'DDP-script-nccl.txt').relative_to(ROOT)}")
     return {"DDP-script-nccl.txt": f"python scripts/DDP-script.py --backend nccl --world-size {world_size}"}
 
 
@@ -87,11 +88,11 @@ def main():
         "python": platform.python_version(),
         "date": datetime.date.today().isoformat(),
     }
-    GPU_OUTPUTS.mkdir(parents=True, exist_ok=True)
+    GPU_RUNS.mkdir(parents=True, exist_ok=True)
     recorded = {}
     for check in CHECKS:
         recorded.update(check())
-    (GPU_OUTPUTS / "recorded-on.json").write_text(json.dumps({**label, "recorded": recorded}, indent=2) + "\n")
+    (GPU_RUNS / "recorded-on.json").write_text(json.dumps({**label, "recorded": recorded}, indent=2) + "\n")
 
 
 if __name__ == "__main__":

@@ -33,9 +33,8 @@ for name in [name for name in sys.modules if name == "tools" or name.startswith(
     del sys.modules[name]
 
 from tools import book, checker, editions, pages, plots  # noqa: E402
-from tools.record import GPU_OUTPUTS as GPU  # noqa: E402
-from tools.record import MANIFEST, tomllib, varying_patterns  # noqa: E402
 from tools.sections import OUTPUTS, ROOT, section_code  # noqa: E402
+from tools.store import GPU_OUTPUTS, MANIFEST, tomllib, varying_patterns  # noqa: E402
 
 log = logging.getLogger("mkdocs.hooks")
 # jieba (the search's Chinese word splitter) prints its dictionary's loading times on every build.
@@ -173,10 +172,10 @@ def _with_outputs(markdown: str, page: str, edition) -> str:
             lines = "".join(_include_output(OUTPUTS / c.module / f"{c.section}.txt", indent) for c in printed)
             title = _title(printed, varying, recorded["environment"], edition)
             block += f'\n\n{indent}```text title="{title}"\n{lines}{indent}```'
-            on_gpu = [c for c in printed if c.key in varying and (GPU / c.module / f"{c.section}.txt").exists()]
+            on_gpu = [c for c in printed if c.key in varying and (GPU_OUTPUTS / c.module / f"{c.section}.txt").exists()]
             if on_gpu:  # recorded by `make gpu-check` on a CUDA machine
-                gpu = json.loads((GPU / "recorded.json").read_text())["environment"]
-                lines = "".join(_include_output(GPU / c.module / f"{c.section}.txt", indent) for c in on_gpu)
+                gpu = json.loads((GPU_OUTPUTS / "recorded.json").read_text())["environment"]
+                lines = "".join(_include_output(GPU_OUTPUTS / c.module / f"{c.section}.txt", indent) for c in on_gpu)
                 block += (f'\n\n{indent}```text title="{edition.words["output_on_gpu"]} · '
                           f'{edition.recorded(gpu)}"\n{lines}{indent}```')
         for cell in fence_cells:  # a plot drawn at record time from what the code computed

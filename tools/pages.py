@@ -26,6 +26,9 @@ NOTEBOOKS = {
     "exercise-solutions": ["exercises.md"],
 }
 
+# The pages with device code: their machine-dependent outputs are recorded on a GPU too (make gpu-check).
+GPU_PAGES = ["a1-what-is-pytorch.md", "a9-gpu-training.md", "exercises.md"]
+
 # An include of a snippet section on its own line, at any indentation (inside a block or not).
 INCLUDE = re.compile(r'^[ \t]*--8<-- "snippets/(\w+)\.py:([\w-]+)"[ \t]*$', re.M)
 # A python fence whose body is one or more snippet-section includes, at any indentation: one block.

@@ -1,14 +1,13 @@
 """Plots drawn at record time from what a page's code computed, shown under that code.
 
-Each plotter runs in the recording's child process, right after its section, with the page's
-namespace, what the section printed and the words of one edition (the `plot_` words of
-tools/editions.py); it is called once per edition. It returns the figure, a title (the image's
-alt text, in English: the hooks translate it) and the data behind the picture: the check
-compares that data, never the pixels. The plotters
-are the maintainers' code, not the pages': a page's code still needs only torch.
+Each plotter runs in the recording's child process (tools/page_runner.py runs this file), right
+after its section, with the page's namespace, what the section printed and the words of one
+edition (the `plot_` words of tools/editions.py); it is called once per edition. It returns the
+figure, a title (the image's alt text, in English: the hooks translate it) and the data behind
+the picture: the check compares that data, never the pixels. The plotters are the maintainers'
+code, not the pages': a page's code still needs only torch. This file imports nothing of the
+project, since the child cannot.
 """
-
-import inspect
 
 
 def toy_data(namespace, printed, words):
@@ -73,6 +72,5 @@ PLOTS = {
 
 
 def plotters_for(page: str, cells) -> dict[int, str]:
-    """{index of the cell: source of its plotter} for the child process."""
-    return {index: inspect.getsource(PLOTS[(page, cell.key)]) for index, cell in enumerate(cells)
-            if (page, cell.key) in PLOTS}
+    """{index of the cell: the name of its plotter}, for tools/page_runner.py, which runs this file."""
+    return {index: PLOTS[(page, cell.key)].__name__ for index, cell in enumerate(cells) if (page, cell.key) in PLOTS}

@@ -1,0 +1,121 @@
+"""The notebooks (code-part1, code-part2, exercise-solutions), made of the pages' text and code and
+of the outputs of the pages' runs, in each edition: docs/notebooks/ and docs-zh/notebooks/."""
+
+import re
+from dataclasses import dataclass
+
+import nbformat
+
+from tools import pages
+from tools.editions import Edition
+
+KERNEL = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
+ADMONITION = re.compile(r'^(?:!!!|\?\?\?\+?|===) ?(\w*)(?: *"([^"]*)")?\s*$')
+FENCE = re.compile(r"^(`{3,})(\w*)")
+LOCAL_LINK = re.compile(r"\[([^\]]+)\]\((?!https?://)[^)]*\)")
+
+
+@dataclass(frozen=True)
+class Text:
+    """A line of a page's prose, as a notebook's text cell shows it."""
+
+    line: str
+
+
+@dataclass(frozen=True)
+class Code:
+    """An include of a snippet section: the `index`th cell of the page's program."""
+
+    index: int
+    earlier: bool  # inside the page's "Code from earlier sections" block
+
+
+def page_parts(page: str, edition: Edition) -> list[Text | Code]:
+    """The page in `edition` as text lines and code cells, in page order."""
+    text = re.sub(r"\A---\n.*?\n---\n", "", pages.page_text(page, edition.docs), flags=re.S)
+    text = re.sub(r"<figure.*?</figure>\n?", "", text, flags=re.S)
+    parts, fence, language, include, earlier = [], None, "", 0, False
+
+    def add(line: str | None):
+        if line is not None:
+            parts.append(Text(line))
+
+    for line in text.splitlines():
+        line = re.sub(r"^(?: {4})+", "", line)  # bodies of admonitions and tabs become plain text
+        if fence:
+            if line.startswith(fence):
+                fence, earlier = None, False
+                add({"math": "$$", "python": None}.get(language, line))
+            elif pages.INCLUDE.match(line):
+                parts.append(Code(include, earlier))
+                include += 1
+            elif language != "python":
+                add(line)
+            continue
+        if match := FENCE.match(line):
+            fence, language = match.groups()
+            add({"math": "$$", "python": None}.get(language, line))
+        elif match := ADMONITION.match(line):
+            heading = match[2] if match[2] is not None else match[1].capitalize()
+            earlier = heading == edition.words["earlier_code"]
+            add(None if earlier or not heading else f"**{heading}**\n")
+        elif not (earlier or line.startswith("<") or "--8<--" in line):
+            if heading := re.match(r"^(#{1,5}) (.*?)(?: \{ *#[\w-]+ *\})?$", line):
+                # one level down; no code marks (the TOC) and no `{ #anchor }`, which Jupyter shows as text
+                line = f"#{heading[1]} {heading[2].replace('`', '')}"
+            add(LOCAL_LINK.sub(r"\1", line))
+    return parts
+
+
+def _markdown_cell(lines: list[str]):
+    text = re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
+    return [nbformat.v4.new_markdown_cell(text)] if text else []
+
+
+def notebook_text(name: str, runs: dict[str, dict], outputs: dict[str, str], edition: Edition) -> str:
+    """The notebook `name` as it is stored: text cells from its pages in `edition`, code cells with outputs."""
+    notebook_pages, words = pages.NOTEBOOKS[name], edition.words
+    plot_of = {(page, key): plot for page in notebook_pages for key, plot in runs[page]["plots"].items()}
+    chapters = [pages.title(page, edition.docs).split(" ")[0] for page in notebook_pages]
+    if len(chapters) > 1:
+        chapters = [words["chapter_range"].format(first=chapters[0], last=chapters[-1])]
+    intro = edition.spaced(words["notebook_intro"].format(chapters=chapters[0]))
+    cells = [nbformat.v4.new_markdown_cell(f"# {words[name]}\n\n{intro}")]
+    seen = set()
+    for page in notebook_pages:
+        program, markdown, noted = runs[page]["cells"], [], False
+        for part in page_parts(page, edition):
+            if isinstance(part, Text):
+                markdown.append(part.line)
+                continue
+            cell = program[part.index]
+            if cell.key in seen:
+                continue  # an earlier page of this notebook defined it already
+            if part.earlier and not noted:
+                markdown.append(f"\n{words['earlier_code_cell']}")
+                noted = True
+            cells += _markdown_cell(markdown)
+            markdown = []
+            seen.add(cell.key)
+            code = nbformat.v4.new_code_cell(cell.code)
+            code.metadata["section"] = cell.key
+            if cell.key in outputs:
+                code.outputs = [nbformat.v4.new_output("stream", name="stdout", text=outputs[cell.key])]
+            if plot := plot_of.get((page, cell.key)):
+                code.outputs.append(nbformat.v4.new_output(
+                    "display_data", data={"image/svg+xml": plot["svg"][edition.language],
+                                          "text/plain": words.get(plot["title"], plot["title"])}))
+            cells.append(code)
+        cells += _markdown_cell(markdown)
+    count = 0
+    for number, cell in enumerate(cells):
+        cell.id = f"cell-{number:03d}"  # stable ids: re-recording changes no byte
+        if cell.cell_type == "code":
+            count += 1
+            cell.execution_count = count
+    notebook = nbformat.v4.new_notebook(cells=cells, metadata={"kernelspec": KERNEL,
+                                                               "language_info": {"name": "python"}})
+    nbformat.validate(notebook)
+    return nbformat.writes(notebook) + "\n"
+
+

@@ -1,0 +1,141 @@
+"""Run what is recorded, each in a process group of its own: a page's download (through
+tools/page_runner.py) and the DDP scripts' recorded runs. `session` is the one way the recorder,
+gpu_check and the DDP tests start a process tree and make sure none of it outlives them.
+"""
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from tools import pages, plots
+from tools.editions import EDITIONS
+from tools.sections import ROOT
+from tools.store import RecordingError
+
+PAGE_RUNNER = ROOT / "tools" / "page_runner.py"
+running = set()  # the sessions now running, stopped at once if the recording is interrupted
+
+
+def kill_group(process: subprocess.Popen, signum: int = signal.SIGKILL) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signum)
+
+
+@contextlib.contextmanager
+def session(command: list[str], **popen):
+    """`command` in a session (and process group) of its own; on the way out, however the caller
+    leaves, whatever of the group still runs is killed."""
+    process = subprocess.Popen(command, start_new_session=True, **popen)
+    running.add(process)
+    try:
+        yield process
+    finally:
+        kill_group(process)
+        process.wait()
+        running.discard(process)
+
+
+def in_parallel(function, items) -> list:
+    """function(item) for every item, on every core; an interruption stops the sessions at once."""
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        try:
+            return list(pool.map(function, items))
+        except BaseException:
+            pool.shutdown(wait=False, cancel_futures=True)
+            for process in list(running):  # SIGTERM first: a DDP launch cleans up on it
+                kill_group(process, signal.SIGTERM)
+            for process in list(running):
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    process.wait(5)
+                kill_group(process)
+            raise
+
+
+def run_page(page: str) -> dict:
+    """Run the page's download alone; {"cells": [...], "outputs": [text per cell], "environment": {...},
+    "plots": {"module:section": {title, data, svg: {language: svg}}}}."""
+    cells = pages.program(page)
+    with tempfile.TemporaryDirectory(prefix="page-run-") as folder:
+        script = Path(folder) / pages.download_name(page)
+        script.write_text(pages.download_text(page, cells))
+        result = Path(folder) / "result.json"
+        words = {language: {key: text for key, text in edition.words.items() if key.startswith("plot_")}
+                 for language, edition in EDITIONS.items()}
+        to_plot = json.dumps({"plots": plots.__file__, "plotters": plots.plotters_for(page, cells), "words": words})
+        with session([sys.executable, "-I", str(PAGE_RUNNER), str(script), str(result), to_plot], cwd=folder,
+                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                     env={**os.environ, "MPLBACKEND": "Agg"}) as child:
+            _, stderr = child.communicate()
+        if child.returncode != 0:
+            raise RecordingError(f"the code of docs/{page} does not run alone:\n{stderr.strip()}")
+        run = json.loads(result.read_text())
+        run["plots"] = {}
+        for index, output in enumerate(run["outputs"]):
+            if isinstance(output, dict):
+                svg = {language: Path(f"{result}.{index}.{language}.svg").read_text() for language in EDITIONS}
+                run["plots"][cells[index].key] = {**output["plot"], "svg": svg}
+                run["outputs"][index] = output["text"]
+    return {"cells": cells, **run}
+
+
+# ---------------------------------------------------------------------------------------------
+# The DDP scripts' runs
+
+SCRIPT_TIME_LIMIT = 300  # seconds for one run; past it its process group is killed
+
+
+@dataclass(frozen=True)
+class ScriptRun:
+    """A recorded run: the command a reader types, the arguments after `python`, what is kept.
+    A run that trains is recorded from stdout, where the scripts print the same bytes on every run
+    (notes that change, such as where a snapshot is, go to stderr); a failing one from stderr."""
+
+    command: str
+    args: tuple
+    stream: str = "stdout"
+    status: int = 0  # the exit status the run must have
+
+
+SCRIPT_RUNS = {
+    "DDP-script.txt": ScriptRun("python scripts/DDP-script.py", ("scripts/DDP-script.py",)),
+    "DDP-script-torchrun.txt": ScriptRun(
+        "torchrun --standalone --nproc_per_node=2 scripts/DDP-script-torchrun.py",
+        ("-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "scripts/DDP-script-torchrun.py")),
+    "DDP-script-fault-stall.txt": ScriptRun(
+        "python scripts/DDP-script.py --fault stall --timeout 5",
+        ("scripts/DDP-script.py", "--fault", "stall", "--timeout", "5"), stream="stderr", status=1),
+}
+
+
+def ddp_environment(**extra) -> dict:
+    """The caller's environment on the CPU, without what would steer a DDP launch: the same
+    recording on every machine."""
+    steering = {"MASTER_ADDR", "MASTER_PORT", "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE",
+                "GROUP_RANK", "USE_LIBUV", "OMP_NUM_THREADS", "PYTHONPATH"}
+    env = {k: v for k, v in os.environ.items()
+           if k not in steering and not k.startswith(("TORCHELASTIC_", "TORCH_DISABLE_SHARE"))}
+    return {**env, "CUDA_VISIBLE_DEVICES": "", **extra}
+
+
+def run_script(name: str) -> str:
+    """What SCRIPT_RUNS[name] prints on its recorded stream; RecordingError if it ends otherwise."""
+    run = SCRIPT_RUNS[name]
+    with tempfile.TemporaryDirectory(prefix="ddp-run-") as tmp:  # torchrun's files go, however it ends
+        with session([sys.executable, *run.args], cwd=ROOT, env=ddp_environment(TMPDIR=tmp), text=True,
+                     stdout=subprocess.PIPE, stderr=subprocess.PIPE) as child:
+            try:
+                stdout, stderr = child.communicate(timeout=SCRIPT_TIME_LIMIT)
+            except subprocess.TimeoutExpired:
+                raise RecordingError(f"`{run.command}` ran for more than {SCRIPT_TIME_LIMIT} s and was "
+                                     "stopped.") from None
+    if child.returncode != run.status:
+        raise RecordingError(f"`{run.command}` exited with status {child.returncode}, not {run.status}. "
+                             f"Its standard error:\n{stderr}")
+    return stdout if run.stream == "stdout" else stderr

@@ -1,0 +1,218 @@
+"""What is stored, and how a fresh run is compared with it: the paths of the recorded outputs, the
+manifest, the machine-dependent lines (snippets/varying_outputs.toml), the comparison and the drift
+report, and writing all or nothing. The recorder writes here; the MkDocs hooks, the tests, the
+checker and gpu_check read from here, without running anything.
+"""
+
+import contextlib
+import difflib
+import json
+import os
+import re
+import signal
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10: the backport, pinned for it in requirements-site.in
+    import tomli as tomllib
+
+from tools.editions import EDITIONS
+from tools.sections import OUTPUTS, ROOT, SNIPPETS
+
+VARYING = SNIPPETS / "varying_outputs.toml"
+MANIFEST = OUTPUTS / "recorded.json"
+GPU_OUTPUTS = OUTPUTS / "gpu"  # what `make gpu-check` recorded on a CUDA machine
+SCRIPT_OUTPUTS = ROOT / "scripts" / "outputs"  # the DDP scripts' recorded runs
+RERECORD = "make outputs"
+# Lines that no declared pattern may accept: a pattern that matches one of them accepts too much.
+CANARIES = ["", "ERROR", "Traceback (most recent call last):", "Segmentation fault (core dumped)"]
+
+
+class RecordingError(Exception):
+    """A page's code failed, or the declarations are wrong; the message says where."""
+
+
+def varying_patterns(path: Path = VARYING) -> dict[str, dict]:
+    """{"module:section": {"reason": ..., "lines": [regex, ...]}}; a pattern that accepts anything is refused.
+    Read once until the file changes: the hooks ask on every page."""
+    return _varying_patterns(path, path.stat().st_mtime_ns)
+
+
+@cache
+def _varying_patterns(path: Path, changed: int) -> dict[str, dict]:
+    declared = tomllib.loads(path.read_text())
+    specs = {f"{module}:{section}": spec for module, sections in declared.items()
+             for section, spec in sections.items()}
+    for key, spec in specs.items():
+        for pattern in spec["lines"]:
+            if accepted := [c for c in CANARIES if re.fullmatch(pattern, c)]:
+                raise RecordingError(f"{path.name}: [{key.replace(':', '.')}] pattern {pattern!r} also accepts "
+                                     f"{accepted[0]!r}, so it would hide a broken output; make it match only "
+                                     "the line it is for.")
+    return specs
+
+
+def compare_text(recorded: str, fresh: str, patterns: list[str], label: str) -> str | None:
+    """None if `fresh` matches `recorded`, else a unified diff. A line that differs passes only if one
+    of `patterns` matches the whole of both the recorded and the fresh line."""
+    old, new = recorded.splitlines(keepends=True), fresh.splitlines(keepends=True)
+    if len(old) == len(new) and all(a == b or _same_shape(a, b, patterns) for a, b in zip(old, new)):
+        return None
+    return "".join(difflib.unified_diff(old, new, f"recorded {label}", f"fresh run of {label}"))
+
+
+def _same_shape(a: str, b: str, patterns: list[str]) -> bool:
+    if a.endswith("\n") != b.endswith("\n"):
+        return False
+    a, b = a.rstrip("\n"), b.rstrip("\n")
+    return any(re.fullmatch(p, a) and re.fullmatch(p, b) for p in patterns)
+
+
+def patterns_of(key: str, varying: dict[str, dict]) -> list[str]:
+    """The declared shapes of a section's (or a DDP run's) machine-dependent lines; none if undeclared."""
+    return varying.get(key, {}).get("lines", [])
+
+
+def kept(stored: str | None, fresh: str, patterns: list[str]) -> str:
+    """What to store: a value that only changed where the machine decides keeps the stored one, so
+    that an unchanged tree re-records to the same bytes."""
+    return stored if stored is not None and compare_text(stored, fresh, patterns, "") is None else fresh
+
+
+# ---------------------------------------------------------------------------------------------
+# A recording: everything `make outputs` writes, in memory
+
+@dataclass
+class Recording:
+    outputs: dict[str, str] = field(default_factory=dict)  # "module:section" -> printed text
+    manifest: dict = field(default_factory=dict)
+    plots: dict[str, dict] = field(default_factory=dict)  # "module:section" -> {title, data, svg: {language: svg}}
+    notebooks: dict[Path, str] = field(default_factory=dict)  # docs/notebooks/NAME.ipynb (and docs-zh/…) -> text
+    scripts: dict[str, str] | None = None  # scripts/outputs/NAME -> text; None: not run this time
+    runs: dict[str, dict] = field(default_factory=dict)  # page -> run_page()
+
+    def files(self) -> dict[Path, str]:
+        files = {output_path(key, ".txt"): text for key, text in self.outputs.items()}
+        for key, plot in self.plots.items():
+            files[output_path(key, ".plot.json")] = json.dumps(
+                {"title": plot["title"], "data": plot["data"]}, indent=1) + "\n"
+            for edition in EDITIONS.values():
+                files[output_path(key, edition.plot_suffix)] = plot["svg"][edition.language]
+        files[MANIFEST] = json.dumps(self.manifest, indent=2, sort_keys=True) + "\n"
+        files.update(self.notebooks)
+        files.update({SCRIPT_OUTPUTS / name: text for name, text in (self.scripts or {}).items()})
+        return files
+
+
+def output_path(key: str, suffix: str) -> Path:
+    module, section = key.split(":")
+    return OUTPUTS / module / f"{section}{suffix}"
+
+
+def stored_output(key: str) -> str | None:
+    module, section = key.split(":")
+    path = OUTPUTS / module / f"{section}.txt"
+    return path.read_text() if path.exists() else None
+
+
+def stored_files(scripts: bool = False) -> dict[Path, str]:
+    """What is committed now, in the places a recording writes (with `scripts`, the DDP runs' too)."""
+    recorded = [path for path in OUTPUTS.glob("*/*") if path.parent != GPU_OUTPUTS  # recorded by gpu-check
+                and path.name.endswith((".txt", ".plot.json", ".svg"))]
+    paths = [*recorded, MANIFEST,
+             *(path for edition in EDITIONS.values() for path in edition.notebooks.glob("*.ipynb")),
+             *(SCRIPT_OUTPUTS.glob("*.txt") if scripts else [])]
+    return {path: path.read_text() for path in paths if path.exists()}
+
+
+def drift(recording: Recording, stored: dict[Path, str] | None = None) -> list[str]:
+    """Every difference between a fresh recording and what is committed, each a readable paragraph."""
+    varying, problems = varying_patterns(), []
+    fresh = recording.files()
+    stored = stored_files(recording.scripts is not None) if stored is None else stored
+    for path in sorted(set(fresh) | set(stored)):
+        name = path.relative_to(ROOT)
+        if path not in fresh:
+            problems.append(f"{name} is stored but nothing prints it any more; run `{RERECORD}`.")
+        elif path not in stored:
+            problems.append(f"{name} is not recorded; run `{RERECORD}`.")
+        elif fresh[path] != stored[path] and path.suffix != ".svg":  # a plot's data is checked, not its pixels
+            key = f"{path.parent.name}:{path.stem}"
+            old, new = (_without_images(text) for text in (stored[path], fresh[path]))
+            diff = compare_text(old, new, patterns_of(key, varying), str(name))
+            if diff:
+                problems.append(f"{name} differs from a fresh run (run `{RERECORD}` if the change is "
+                                f"intended):\n{diff}")
+    for key, spec in varying.items():  # a declaration must still be needed, or it goes
+        where = f"{VARYING.name}: [{key.replace(':', '.')}]"
+        if key.split(":")[0] == "scripts":
+            continue  # the DDP scripts' runs, checked with them
+        if key not in recording.outputs:
+            problems.append(f"{where} names a section that prints nothing; remove the entry.")
+        elif unused := [p for p in spec["lines"]
+                        if not any(re.fullmatch(p, line) for line in recording.outputs[key].splitlines())]:
+            problems.append(f"{where} pattern {unused[0]!r} matches no line it prints; remove it or fix it.")
+    return problems
+
+
+def _without_images(text: str) -> str:
+    """A notebook's text with its plots' pixels left out (their data is compared in .plot.json)."""
+    return re.sub(r'("image/svg\+xml": )(?:"(?:[^"\\]|\\.)*"|\[[^\]]*\])', r"\1...", text)
+
+
+@contextlib.contextmanager
+def signals_held():
+    """Hold Ctrl-C and SIGTERM back while files are renamed into place; they arrive afterwards."""
+    held = {signal.SIGINT, signal.SIGTERM}
+    signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, held)
+
+
+def replace_files(files: dict[Path, str], removed=()) -> None:
+    """Write every file beside its target, then rename them all into place and delete `removed`,
+    with Ctrl-C held back: the set changes all at once or not at all."""
+    with signals_held():
+        staged = []
+        try:
+            for path, text in files.items():
+                path.parent.mkdir(parents=True, exist_ok=True)
+                temporary = path.with_name(f".{path.name}.recording")
+                temporary.write_text(text)
+                staged.append((temporary, path))
+        except BaseException:
+            for temporary, _ in staged:
+                temporary.unlink(missing_ok=True)
+            raise
+        for temporary, path in staged:
+            os.replace(temporary, path)
+        for path in removed:
+            path.unlink()
+
+
+def write(recording: Recording) -> list[Path]:
+    """Make the stored files what `recording` says; return the paths that changed."""
+    fresh, stored = recording.files(), stored_files(recording.scripts is not None)
+    changed = {path: text for path, text in fresh.items() if stored.get(path) != text}
+    removed = [path for path in stored if path not in fresh]
+    replace_files(changed, removed)
+    return [*changed, *removed]
+
+
+REPORT_DATA = "<!-- check-appendix-a report data"
+
+
+def read_report(path: Path) -> dict:
+    """The data a report of check-appendix-a.py --report carries (its last lines, in a comment)."""
+    text = Path(path).read_text(encoding="utf-8")
+    start = text.rfind(REPORT_DATA)
+    try:
+        return json.loads(text[text.index("\n", start):text.rindex("-->")])
+    except ValueError:
+        raise RecordingError(f"{path} is not a report of check-appendix-a.py --report (its data at the end "
+                             "is missing or cut); attach the whole file it wrote.") from None
