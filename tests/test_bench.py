@@ -10,7 +10,7 @@ import textwrap
 import pytest
 
 from tools.bench import README_END, README_START, ROOT, ddp_md, matmul_md, readme_md
-from tools.notebook_pages import converter_key
+from tools.hooks.notebooks import converter_key
 
 NOTEBOOK_TEXT = "A sentence that only this notebook holds."
 
@@ -61,7 +61,7 @@ def notebook_site(tmp_path):
           - search
           - mkdocs-jupyter
         hooks:
-          - {ROOT / "tools" / "notebook_pages.py"}
+          - {ROOT / "tools" / "hooks" / "notebooks.py"}
     """))
     return tmp_path
 

@@ -10,6 +10,7 @@ import hashlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from tools.sections import ROOT, section_code
 
@@ -105,3 +106,13 @@ def download_text(page: str, cells: list[Cell] | None = None) -> str:
 def split_download(text: str) -> list[str]:
     """The cells of a download, as download_text wrote them (the header is not a cell)."""
     return [part.strip("\n") for part in text.split("\n# %%\n")[1:]]
+
+
+def colab_url(config, notebook: str, edition) -> str | None:
+    """An Open in Colab link for a notebook of this repository, where it is on GitHub."""
+    repo = urlsplit(config.repo_url or "")
+    if repo.netloc != "github.com":
+        return None
+    branch = match[1] if (match := re.search(r"(?:edit|blob)/([^/]+)/", config.edit_uri or "")) else "main"
+    return (f"https://colab.research.google.com/github{repo.path.rstrip('/')}/blob/{branch}/"
+            f"{edition.docs.name}/notebooks/{notebook}.ipynb")

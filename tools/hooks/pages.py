@@ -1,4 +1,4 @@
-"""MkDocs hooks: render what was recorded, never execute anything.
+"""MkDocs hooks for the pages: render what was recorded, never execute anything.
 
 - Under every code block that includes snippet sections, add what they printed when recorded
   (an "Output" block), and refuse an output whose code has changed since it was recorded, or
@@ -7,27 +7,31 @@
 - Serve each chapter page's code as one script that runs alone (downloads/PAGE.py), the DDP
   scripts, and a "Run it yourself" box with the script, the notebook and an Open in Colab link.
 - Render math to MathML at build time, so formulas need no script and no network.
-- Move the ~590 KB of CSS that mkdocs-jupyter inlines into every notebook page into one
-  shared stylesheet, and drop the markup its own CSS hides.
+- Leave out of the search index what is not prose: a whole embedded script (search previews
+  would show 200 lines of code) and the collapsed "Code from earlier sections" block.
 - Serve both editions (mkdocs.yml, mkdocs.zh.yml): what these hooks write is in the edition's
   language (tools/editions.py), and the language switch leads to the same page in the other one.
+
+The notebook pages have hooks of their own, beside this file (notebooks.py).
 """
 
-import hashlib
-import html
 import json
 import logging
 import os
 import re
 import sys
+import textwrap
 from pathlib import Path
-from urllib.parse import quote, urljoin, urlsplit
+from urllib.parse import urljoin, urlsplit
 
 import latex2mathml.converter
-from mkdocs.structure.files import File
+from mkdocs.config.defaults import MkDocsConfig
+from mkdocs.structure.files import File, Files
+from mkdocs.structure.nav import Navigation
+from mkdocs.structure.pages import Page
 from mkdocs.utils import get_relative_url
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # mkdocs loads this file by path
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # mkdocs loads this file by path
 # `mkdocs serve` loads this file again on every change; import our modules afresh with it.
 for name in [name for name in sys.modules if name == "tools" or name.startswith("tools.")]:
     del sys.modules[name]
@@ -42,8 +46,16 @@ logging.getLogger("jieba").setLevel(logging.WARNING)
 DOWNLOADS = ["scripts/*.py", "scripts/*.sbatch"]
 SERVING = "APPENDIX_A_SERVING"  # set by on_startup; an environment variable outlives the reloads of this file
 
-def on_startup(command, dirty):
+def on_startup(*, command: str, dirty: bool) -> None:
     os.environ[SERVING] = "1" if command == "serve" else ""
+
+
+RECORDED = {}  # snippets/outputs/recorded.json, read once per build (on_pre_build)
+
+
+def on_pre_build(*, config: MkDocsConfig) -> None:
+    RECORDED.clear()
+    RECORDED.update(json.loads(MANIFEST.read_text()))
 
 
 def serving() -> bool:
@@ -58,7 +70,7 @@ def math_inline(source, language, css_class, md):
     return latex2mathml.converter.convert(source.strip())
 
 
-def on_config(config):
+def on_config(config: MkDocsConfig) -> MkDocsConfig:
     """The edition's own site_url (the Chinese one is published under the English site, in zh/), its
     language switch, and the math renderers."""
     edition = editions.of(config)
@@ -83,7 +95,7 @@ def on_config(config):
     return config
 
 
-def on_files(files, config):
+def on_files(files: Files, /, *, config: MkDocsConfig) -> Files:
     edition = editions.of(config)
     if edition is not editions.ENGLISH:  # the stylesheet and script are the English edition's
         for path in sorted((editions.ENGLISH.docs / "assets").glob("*.*")):
@@ -125,10 +137,12 @@ def _missing(module: str, section: str) -> bool:
     return False
 
 
-def _include_output(path: Path, indent: str) -> str:
-    """An include of a recorded output by its line range: pymdownx.snippets adds an empty line after
-    a whole file that ends with a newline, which would part two outputs in one block."""
-    return f'{indent}--8<-- "{path.relative_to(ROOT).as_posix()}:1:{len(path.read_text().splitlines())}"\n'
+def _output_block(title: str, outputs: list[Path]) -> str:
+    """A text block of recorded outputs, each included by its line range: pymdownx.snippets adds an
+    empty line after a whole file that ends with a newline, which would part two outputs."""
+    includes = "".join(f'--8<-- "{path.relative_to(ROOT).as_posix()}:1:{len(path.read_text().splitlines())}"\n'
+                       for path in outputs)
+    return f'```text title="{title}"\n{includes}```'
 
 
 def _title(cells, varying, environment, edition) -> str:
@@ -148,7 +162,7 @@ def _with_outputs(markdown: str, page: str, edition) -> str:
         if serving():
             markdown = pages.INCLUDE.sub(lambda m: "" if _missing(*m.groups()) else m[0], markdown)
         return _problem(f"{source}: {error.args[0]}", "Missing code") + markdown  # no outputs until fixed
-    recorded = json.loads(MANIFEST.read_text())
+    recorded = RECORDED
     entries = recorded["pages"].get(page, {})
     current = dict(zip((cell.key for cell in cells), pages.fingerprints(cells)))
     varying = varying_patterns()
@@ -156,7 +170,7 @@ def _with_outputs(markdown: str, page: str, edition) -> str:
     notes = book.notes_on(page)
 
     def add_output(match):
-        indent, marks = match["indent"], ""
+        marks = ""
         fence_cells = [by_key[f"{m}:{s}"] for m, s in pages.INCLUDE.findall(match["includes"])]
         for cell in fence_cells:
             entry = entries.get(cell.key)
@@ -167,32 +181,28 @@ def _with_outputs(markdown: str, page: str, edition) -> str:
             elif entry["prints"] and not (OUTPUTS / cell.module / f"{cell.section}.txt").exists():
                 marks += _problem(f"{where}: its recorded output is missing; run `make outputs`.")
         printed = [cell for cell in fence_cells if (OUTPUTS / cell.module / f"{cell.section}.txt").exists()]
-        block = match[0]
+        after = []  # what goes under the block, before it is indented as the block is
         if printed:
-            lines = "".join(_include_output(OUTPUTS / c.module / f"{c.section}.txt", indent) for c in printed)
             title = _title(printed, varying, recorded["environment"], edition)
-            block += f'\n\n{indent}```text title="{title}"\n{lines}{indent}```'
-            on_gpu = [c for c in printed if c.key in varying and (GPU_OUTPUTS / c.module / f"{c.section}.txt").exists()]
-            if on_gpu:  # recorded by `make gpu-check` on a CUDA machine
-                gpu = json.loads((GPU_OUTPUTS / "recorded.json").read_text())["environment"]
-                lines = "".join(_include_output(GPU_OUTPUTS / c.module / f"{c.section}.txt", indent) for c in on_gpu)
-                block += (f'\n\n{indent}```text title="{edition.words["output_on_gpu"]} · '
-                          f'{edition.recorded(gpu)}"\n{lines}{indent}```')
+            after.append(_output_block(title, [OUTPUTS / c.module / f"{c.section}.txt" for c in printed]))
+            gpu = [GPU_OUTPUTS / c.module / f"{c.section}.txt" for c in printed if c.key in varying]
+            if gpu := [path for path in gpu if path.exists()]:  # recorded by `make gpu-check` on a CUDA machine
+                environment = json.loads((GPU_OUTPUTS / "recorded.json").read_text())["environment"]
+                after.append(_output_block(f'{edition.words["output_on_gpu"]} · {edition.recorded(environment)}', gpu))
         for cell in fence_cells:  # a plot drawn at record time from what the code computed
             plot = OUTPUTS / cell.module / f"{cell.section}.plot.json"
             if (page, cell.key) in plots.PLOTS and plot.exists():
                 alt = json.loads(plot.read_text())["title"]
                 alt = edition.words.get(alt, alt)
-                block += (f'\n\n{indent}<figure class="plot" markdown="span">\n{indent}'
-                          f'![{alt}](plots/{cell.module}/{cell.section}{edition.plot_suffix})\n{indent}'
-                          f'<figcaption>{alt}</figcaption>\n'
-                          f"{indent}</figure>")
+                after.append(f'<figure class="plot" markdown="span">\n'
+                             f'![{alt}](plots/{cell.module}/{cell.section}{edition.plot_suffix})\n'
+                             f"<figcaption>{alt}</figcaption>\n</figure>")
         if differences := list(dict.fromkeys(d for cell in fence_cells for d in notes.get(cell.key, []))):
-            block += f'\n\n{indent}!!! info book "{edition.words["differs"]}"\n'
-            block += "".join(f"\n{indent}    {d.reason(edition.language)}\n" for d in differences)
+            after.append(f'!!! info book "{edition.words["differs"]}"\n'
+                         + "".join(f"\n    {d.reason(edition.language)}\n" for d in differences))
         if marks:
-            block += "\n\n" + "".join(f"{indent}{line}" if line else line for line in marks.splitlines(True))
-        return block
+            after.append(marks)
+        return match[0] + "".join("\n\n" + textwrap.indent(part.rstrip("\n"), match["indent"]) for part in after)
 
     return pages.SNIPPET_FENCE.sub(add_output, markdown)
 
@@ -200,23 +210,13 @@ def _with_outputs(markdown: str, page: str, edition) -> str:
 # ---------------------------------------------------------------------------------------------
 # "Run it yourself"
 
-def _colab(config, notebook: str, edition) -> str | None:
-    """An Open in Colab link for a notebook of this repository, where it is on GitHub."""
-    repo = urlsplit(config.repo_url or "")
-    if repo.netloc != "github.com":
-        return None
-    branch = match[1] if (match := re.search(r"(?:edit|blob)/([^/]+)/", config.edit_uri or "")) else "main"
-    return (f"https://colab.research.google.com/github{repo.path.rstrip('/')}/blob/{branch}/"
-            f"{edition.docs.name}/notebooks/{notebook}.ipynb")
-
-
 def _run_it_yourself(page, config, edition) -> str:
     src, words = page.file.src_uri, edition.words
     name = pages.download_name(src)
     script = get_relative_url(f"downloads/{name}", src)
     links = [words["download"].format(script=f'[`{name}`]({script}){{ download="{name}" }}')]
     if notebook := pages.notebook_of(src):
-        colab = _colab(config, notebook, edition)
+        colab = pages.colab_url(config, notebook, edition)
         links.append(words["notebook"].format(
             notebook=f"[{notebook}]({get_relative_url(f'notebooks/{notebook}.ipynb', src)})")
             + (words["colab"].format(url=colab) if colab else ""))
@@ -244,7 +244,7 @@ def _glossary_table() -> str:
     return "\n".join(rows)
 
 
-def on_page_markdown(markdown, page, config, files):
+def on_page_markdown(markdown: str, /, *, page: Page, config: MkDocsConfig, files: Files) -> str:
     src, edition = page.file.src_uri, editions.of(config)
     if book.TABLE_MARK in markdown:
         markdown = markdown.replace(book.TABLE_MARK, _differences_table(edition))
@@ -261,73 +261,26 @@ def on_page_markdown(markdown, page, config, files):
 
 
 # ---------------------------------------------------------------------------------------------
-# Notebook pages
+# Out of the search index: what is not prose (Material skips anything marked data-search-exclude)
 
-STYLE = re.compile(r"<style[^>]*>(.*?)</style>\s*", re.S)
-# mkdocs-jupyter repeats this 800-byte icon in every cell's copy button; CSS draws it once instead.
-COPY_ICON = re.compile(r'<svg aria-hidden="true" class="clipboard-copy-icon"[^>]*>(.*?)</svg>', re.S)
-# Empty collapser handles, two per cell, that mkdocs-jupyter's own CSS hides (display: none).
-COLLAPSER = re.compile(r'<div class="jp-Collapser [^"]*">\s*</div>\s*')
-# mkdocs-jupyter's Mermaid loader imports the library from a CDN; the notebooks have no diagrams.
-CDN_MERMAID = re.compile(r'<script type="module">(?:(?!</script>).)*?cdnjs\.(?:(?!</script>).)*?</script>', re.S)
-
-CHAPTERS = {}  # src_uri -> (title, url), filled from the nav
+# A code block titled with a script's path alone (a section of a script has "path: section").
+WHOLE_SCRIPT = re.compile(r'<div class="language-\w+ highlight"(?=><span class="filename">scripts/[\w.-]+</span>)')
+EARLIER_CODE = re.compile(r'<details(?= class="example">\s*<summary>(?:%s)</summary>)' % "|".join(
+    re.escape(edition.words["earlier_code"]) for edition in editions.EDITIONS.values()))
 
 
-def on_nav(nav, config, files):
-    CHAPTERS.update({page.file.src_uri: (page.title, page.url) for page in nav.pages})
-    return nav
-
-
-def _read_along(page, config) -> str:
-    """A box on a notebook page: the chapters its cells come from, and Open in Colab."""
-    name, edition = Path(page.file.src_uri).stem, editions.of(config)
-    words = edition.words
-    links = " · ".join(f'<a href="{get_relative_url(CHAPTERS[p][1], page.url)}">{CHAPTERS[p][0]}</a>'
-                       for p in pages.NOTEBOOKS[name])
-    colab = words["read_along_colab"].format(url=colab) if (colab := _colab(config, name, edition)) else ""
-    return (f'<div class="admonition info"><p class="admonition-title">{words["read_along"]}</p>'
-            f"<p>{words['read_along_text'].format(chapters=links)}{colab}</p></div>\n")
-
-
-# Display math in a notebook's text cells, which Jupyter and Colab render with MathJax; the site
-# renders it to MathML here, as on the chapter pages, so it needs no script and no network.
-NOTEBOOK_MATH = re.compile(r"\$\$(.+?)\$\$", re.S)
-
-
-def on_post_page(output, page, config):
-    if not page.file.src_uri.endswith(".ipynb"):
-        return output
-    output = NOTEBOOK_MATH.sub(lambda m: math_block(html.unescape(m[1]), "math", "math", {}, None), output)
-    words = editions.of(config).words  # mkdocs-jupyter's own English words, in the edition's
-    output = output.replace('aria-label="Copy to Clipboard"', f'aria-label="{words["copy_cell"]}"')
-    output = output.replace('alt="No description has been provided for this image"', f'alt="{words["notebook_plot"]}"')
-    # Under the notebook's title, the first heading inside the notebook.
-    title_end = output.find("</h1>", output.find('<div class="jupyter-wrapper">')) + len("</h1>")
-    output = output[:title_end] + _read_along(page, config) + output[title_end:]
-    head, body = output.split("<body", 1)
-    css = "\n".join(STYLE.findall(body))
-    if icon := COPY_ICON.search(body):
-        svg = f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16">{icon[1]}</svg>'
-        mask = f'url("data:image/svg+xml,{quote(svg)}") center / 16px no-repeat'
-        css += (f"\n.jupyter-wrapper .clipboard-copy-icon{{display:inline-block;width:20px;height:20px;"
-                f"background-color:currentColor;-webkit-mask:{mask};mask:{mask}}}")
-        body = COPY_ICON.sub('<span aria-hidden="true" class="clipboard-copy-icon"></span>', body)
-    name = f"assets/stylesheets/jupyter-{hashlib.sha256(css.encode()).hexdigest()[:12]}.css"
-    target = Path(config.site_dir) / name
-    if not target.exists():
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(css)
-    link = f'<link rel="stylesheet" href="{get_relative_url(name, page.url)}">\n'
-    first = STYLE.search(body).start()
-    body = body[:first] + link + STYLE.sub("", body[first:])
-    return head + "<body" + COLLAPSER.sub("", CDN_MERMAID.sub("", body))
+def on_page_content(html: str, /, *, page: Page, config: MkDocsConfig, files: Files) -> str:
+    """A page that embeds a whole script would answer every search for a name in it with a preview of
+    200 lines of code, and the collapsed earlier code would preview instead of the page's own text:
+    the sections that explain the names stay indexed."""
+    html = WHOLE_SCRIPT.sub(r"\g<0> data-search-exclude", html)
+    return EARLIER_CODE.sub("<details data-search-exclude", html)
 
 
 # ---------------------------------------------------------------------------------------------
 # The language switch: to the same page in the other edition
 
-def on_page_context(context, page, config, nav):
+def on_page_context(context: dict, /, *, page: Page, config: MkDocsConfig, nav: Navigation) -> dict:
     """{language: link} for partials/alternate.html: this page in each edition, where it has one,
     else that edition's home page. Relative links, so they work wherever the site is published."""
     edition, url = editions.of(config), page.url

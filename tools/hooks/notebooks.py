@@ -1,0 +1,123 @@
+"""MkDocs hooks for the notebook pages (mkdocs-jupyter renders them).
+
+- Convert a notebook only when it or the converter changed. mkdocs-jupyter already keeps each
+  converted notebook in its cache (`cache_dir`, default .cache/mkdocs-jupyter, git-ignored),
+  keyed by the notebook's bytes and the plugin's options, but not by the converter: after an
+  upgrade of mkdocs-jupyter or nbconvert it would serve what the old versions made. Here every
+  set of converter versions gets a cache folder of its own, and the folders of others go. Inside
+  it, each edition (docs folder) has its own: a build evicts every entry it did not use, so with
+  one shared folder the English and Chinese builds evicted each other's notebooks every time.
+- Leave the notebooks out of the search index: their cells are the chapters' code, which the
+  chapter pages already index, and parsing their HTML was the largest part of indexing.
+- Move the ~590 KB of CSS that mkdocs-jupyter inlines into every notebook page into one shared
+  stylesheet, drop the markup its own CSS hides, render the math to MathML, put mkdocs-jupyter's
+  English words in the edition's, and add a box with the chapters the cells come from.
+"""
+
+import hashlib
+import html
+import importlib.metadata
+import re
+import shutil
+import sys
+from pathlib import Path
+from urllib.parse import quote
+
+import latex2mathml.converter
+from mkdocs.config.defaults import MkDocsConfig
+from mkdocs.structure.files import Files
+from mkdocs.structure.nav import Navigation
+from mkdocs.structure.pages import Page
+from mkdocs.utils import get_relative_url
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # mkdocs loads this file by path
+from tools import editions, pages
+
+CONVERTER = ("mkdocs-jupyter", "nbconvert", "mistune", "pygments")  # nbconvert renders with the last two
+
+
+def converter_key():
+    versions = " ".join(f"{name}=={importlib.metadata.version(name)}" for name in CONVERTER)
+    return hashlib.sha256(versions.encode()).hexdigest()[:16]
+
+
+def on_config(config: MkDocsConfig) -> MkDocsConfig:
+    plugin = config.plugins.get("mkdocs-jupyter")
+    if plugin is None or not plugin.config["cache"]:
+        return config
+    root, folder = Path(plugin.config["cache_dir"]), f"converter-{converter_key()}"
+    for old in root.glob("converter-*"):
+        if old.name != folder:
+            shutil.rmtree(old, ignore_errors=True)
+    plugin.config["cache_dir"] = str(root / folder / Path(config.docs_dir).name)
+    return config
+
+
+def on_page_content(html: str, /, *, page: Page, config: MkDocsConfig, files: Files) -> str:
+    if page.file.src_uri.endswith(".ipynb"):
+        page.meta["search"] = {"exclude": True}  # read by Material's search plugin
+    return html
+
+
+STYLE = re.compile(r"<style[^>]*>(.*?)</style>\s*", re.S)
+# mkdocs-jupyter repeats this 800-byte icon in every cell's copy button; CSS draws it once instead.
+COPY_ICON = re.compile(r'<svg aria-hidden="true" class="clipboard-copy-icon"[^>]*>(.*?)</svg>', re.S)
+# Empty collapser handles, two per cell, that mkdocs-jupyter's own CSS hides (display: none).
+COLLAPSER = re.compile(r'<div class="jp-Collapser [^"]*">\s*</div>\s*')
+# mkdocs-jupyter's Mermaid loader imports the library from a CDN; the notebooks have no diagrams.
+CDN_MERMAID = re.compile(r'<script type="module">(?:(?!</script>).)*?cdnjs\.(?:(?!</script>).)*?</script>', re.S)
+
+CHAPTERS = {}  # src_uri -> (title, url), filled from the nav
+
+
+def on_nav(nav: Navigation, /, *, config: MkDocsConfig, files: Files) -> Navigation:
+    CHAPTERS.update({page.file.src_uri: (page.title, page.url) for page in nav.pages})
+    return nav
+
+
+def _read_along(page, config) -> str:
+    """A box on a notebook page: the chapters its cells come from, and Open in Colab."""
+    name, edition = Path(page.file.src_uri).stem, editions.of(config)
+    words = edition.words
+    links = " · ".join(f'<a href="{get_relative_url(CHAPTERS[p][1], page.url)}">{CHAPTERS[p][0]}</a>'
+                       for p in pages.NOTEBOOKS[name])
+    colab = words["read_along_colab"].format(url=colab) if (colab := pages.colab_url(config, name, edition)) else ""
+    return (f'<div class="admonition info"><p class="admonition-title">{words["read_along"]}</p>'
+            f"<p>{words['read_along_text'].format(chapters=links)}{colab}</p></div>\n")
+
+
+# Display math in a notebook's text cells, which Jupyter and Colab render with MathJax; the site
+# renders it to MathML here, as on the chapter pages, so it needs no script and no network.
+NOTEBOOK_MATH = re.compile(r"\$\$(.+?)\$\$", re.S)
+
+
+def on_post_page(output: str, /, *, page: Page, config: MkDocsConfig) -> str:
+    if not page.file.src_uri.endswith(".ipynb"):
+        return output
+    output = NOTEBOOK_MATH.sub(
+        lambda m: latex2mathml.converter.convert(html.unescape(m[1]).strip(), display="block"), output)
+    words = editions.of(config).words  # mkdocs-jupyter's own English words, in the edition's
+    output = output.replace('aria-label="Copy to Clipboard"', f'aria-label="{words["copy_cell"]}"')
+    output = output.replace('alt="No description has been provided for this image"', f'alt="{words["notebook_plot"]}"')
+    if Path(page.file.src_uri).stem in pages.NOTEBOOKS:  # under the title, the first heading inside it
+        title_end = output.find("</h1>", output.find('<div class="jupyter-wrapper">')) + len("</h1>")
+        output = output[:title_end] + _read_along(page, config) + output[title_end:]
+    head, body = output.split("<body", 1)
+    css = "\n".join(STYLE.findall(body))
+    if icon := COPY_ICON.search(body):
+        svg = f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16">{icon[1]}</svg>'
+        mask = f'url("data:image/svg+xml,{quote(svg)}") center / 16px no-repeat'
+        css += (f"\n.jupyter-wrapper .clipboard-copy-icon{{display:inline-block;width:20px;height:20px;"
+                f"background-color:currentColor;-webkit-mask:{mask};mask:{mask}}}")
+        body = COPY_ICON.sub('<span aria-hidden="true" class="clipboard-copy-icon"></span>', body)
+    name = f"assets/stylesheets/jupyter-{hashlib.sha256(css.encode()).hexdigest()[:12]}.css"
+    target = Path(config.site_dir) / name
+    if not target.exists():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(css)
+    link = f'<link rel="stylesheet" href="{get_relative_url(name, page.url)}">\n'
+    first = STYLE.search(body).start()
+    body = body[:first] + link + STYLE.sub("", body[first:])
+    return head + "<body" + COLLAPSER.sub("", CDN_MERMAID.sub("", body))
+
+
