@@ -25,7 +25,7 @@ from torch.utils.data.distributed import DistributedSampler
 from tools.runner import SCRIPT_RUNS, kill_group, session
 from tools.runner import ddp_environment as environment
 from tools.sections import ROOT
-from tools.store import SCRIPT_OUTPUTS, compare_text, varying_patterns
+from tools.store import SCRIPT_OUTPUTS, compare_text, patterns_of, varying_patterns
 
 SCRIPTS = ROOT / "scripts"
 SPAWN = "scripts/DDP-script.py"
@@ -33,7 +33,6 @@ TORCHRUN = "scripts/DDP-script-torchrun.py"
 TORCHRUN_2 = ["-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2"]
 TAG = "DDP_JOB_TAG"  # every process of a job inherits it, which is how survivors are found
 UNDESTROYED = "the process group was not destroyed before the process exited"
-FULL_ACCURACY = "Training accuracy 1.0000 (20/20) | Test accuracy 1.0000 (8/8)"  # the last line of a run
 
 # Put on PYTHONPATH by `alone`: this project's packages cannot be imported, and a process that
 # ends (os._exit, as the scripts do) without destroy_process_group() says so and fails.
@@ -212,7 +211,7 @@ def drift(name, fresh):
     rerecord = "`make outputs`"
     if not path.exists():
         return f"{path.relative_to(ROOT)} is missing; record it with {rerecord}."
-    patterns = varying_patterns().get(f"scripts:{Path(name).stem}", {}).get("lines", [])
+    patterns = patterns_of(f"scripts:{Path(name).stem}", varying_patterns())
     diff = compare_text(path.read_text(), fresh, patterns, name)
     if diff is None:
         return None

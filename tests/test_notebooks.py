@@ -50,7 +50,7 @@ def test_reexecution_reproduces_the_stored_outputs(name, reexecuted):
         kinds = [o.output_type for o in new.outputs if not (o.output_type == "stream" and o.name == "stdout")]
         assert kinds == [], f"{name}.ipynb cell {index} writes {kinds} when run in a kernel"  # plots are the recorder's
         section = old.metadata["section"]
-        diff = store.compare_text(stdout_of(old), stdout_of(new), patterns.get(section, {}).get("lines", []),
+        diff = store.compare_text(stdout_of(old), stdout_of(new), store.patterns_of(section, patterns),
                                    f"{name}.ipynb cell {index} ({section})")
         assert diff is None, f"run as one notebook, {name}.ipynb prints something else in cell {index}:\n{diff}"
 

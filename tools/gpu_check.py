@@ -22,12 +22,12 @@ from pathlib import Path
 import torch
 
 from tools import record
+from tools.runner import FULL_ACCURACY
 from tools.runner import ddp_environment as environment
 from tools.sections import ROOT
 from tools.store import SCRIPT_OUTPUTS
 
 GPU_RUNS = SCRIPT_OUTPUTS / "gpu"  # the DDP scripts on GPUs (the pages' GPU outputs: store.GPU_OUTPUTS)
-FULL_ACCURACY = "Training accuracy 1.0000 (20/20) | Test accuracy 1.0000 (8/8)"
 
 
 def train(backend, world_size, save, env):

@@ -89,6 +89,8 @@ def run_page(page: str) -> dict:
 # The DDP scripts' runs
 
 SCRIPT_TIME_LIMIT = 300  # seconds for one run; past it its process group is killed
+# The last line of a DDP run that trained on the scripts' data (20 training and 8 test samples).
+FULL_ACCURACY = "Training accuracy 1.0000 (20/20) | Test accuracy 1.0000 (8/8)"
 
 
 @dataclass(frozen=True)
