@@ -1,5 +1,6 @@
 """Fixtures shared by the test files: one recording of every page, one strict build of the site
-(both editions, as `make build` makes them: English in the root, Chinese in zh/).
+(both editions, as `make build` makes them: English in the root, Chinese in zh/), and one as the
+Pages workflow publishes it (under a project's sub-path).
 
 `pytest --update-outputs` re-records: the recording that the tests compare with what is stored
 is written instead (all or nothing), so the comparisons then pass. `make outputs` does the same.
@@ -13,10 +14,11 @@ from pathlib import Path
 import pytest
 from mkdocs.utils.yaml import yaml_load
 
-from tools import record
+from tools import record, store
 from tools.editions import EDITIONS, Edition
+from tools.sections import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
+UPDATED = []  # what --update-outputs wrote, reported at the end of the session
 
 
 def pytest_addoption(parser):
@@ -25,12 +27,19 @@ def pytest_addoption(parser):
 
 
 @pytest.fixture(scope="session")
-def recording(request) -> record.Recording:
+def recording(request) -> store.Recording:
     """Every chapter page run alone once, fresh; written to the repository with --update-outputs."""
     fresh = record.record(scripts=False)  # the DDP tests compare their own launches with the recorded runs
     if request.config.getoption("--update-outputs"):
-        record.write(fresh)
+        UPDATED.append(record.summary(fresh, store.write(fresh)))
     return fresh
+
+
+def pytest_terminal_summary(terminalreporter):
+    """With --update-outputs, which files the recording changed (as `make outputs` reports them)."""
+    for summary in UPDATED:
+        terminalreporter.write_sep("-", "--update-outputs")
+        terminalreporter.write_line(summary)
 
 
 def mkdocs_build(config: Path, site_dir: Path) -> subprocess.CompletedProcess:
@@ -63,6 +72,25 @@ def built_site(request, tmp_path_factory) -> Path:
     if request.config.getoption("--update-outputs"):
         request.getfixturevalue("recording")  # written first: the build refuses stale outputs
     return build_editions(tmp_path_factory.mktemp("builds") / "site")
+
+
+# As the Pages workflow builds it: a project site under a sub-path. The 404 page's links are
+# absolute paths (/project/...), so the site works when served under /project/ on any host.
+SUB_PATH = "project"
+PUBLISHED = {"SITE_URL": f"https://example.github.io/{SUB_PATH}/",
+             "REPO_URL": "https://github.com/example/appendix-a", "EDIT_URI": "edit/main/docs/",
+             "EDIT_URI_ZH": "edit/main/docs-zh/"}
+
+
+@pytest.fixture(scope="session")
+def published_site(tmp_path_factory) -> Path:
+    """A folder holding project/, the site (both editions) built with the Pages workflow's environment."""
+    root = tmp_path_factory.mktemp("pages")
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in PUBLISHED.items():
+            patch.setenv(name, value)
+        build_editions(root / SUB_PATH, f" with {PUBLISHED}")
+    return root
 
 
 def _nav_sources(entries) -> list[str]:

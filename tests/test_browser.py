@@ -1,13 +1,13 @@
-"""The built site in a real browser (headless Chromium through Playwright).
+"""The built site in a real browser (headless Chromium through Playwright and pytest-playwright).
 
 Every page in the nav of both editions (mkdocs.yml, mkdocs.zh.yml) is opened from a local server,
 and must:
 
 - load, with every resource it asks for, from 127.0.0.1 alone and without an error;
 - log no console error and raise no uncaught exception;
-- give each code block a copy button that copies exactly the code;
-- lay out its math (MathML rendered at build time) and its diagrams (inline SVG),
-  give every image and every diagram an accessible name, and show no raw LaTeX;
+- give each code block a copy button whose target is exactly the code;
+- lay out its math (MathML rendered at build time) and its diagrams (inline SVG), colour its
+  diagrams with the palette, give every image and every diagram an accessible name, and show no raw LaTeX;
 - on a notebook page, show the outputs stored in the notebook.
 
 Then, resized to a phone's width (390 px), every page must read without a sideways scroll: code blocks
@@ -17,17 +17,21 @@ underscore or a slash.
 
 Search finds the pages of the API names readers type, and of Chinese words in the Chinese edition,
 and its previews show no whole script. The language switch leads to the same page in the other edition.
-Built as the Pages workflow builds it, the site lists every page in its sitemap, links each
-page to its source for editing (a generated notebook page to none), and serves a 404 page
-that works under a project's sub-path, with search, the contents and a way to the Chinese
-edition. The palette toggle switches to dark and back.
+The palette toggle offers the dark palette in the edition's words. Built as the Pages workflow builds
+it, the site serves a 404 page that works under a project's sub-path, with search, the contents and
+a way to the Chinese edition (its sitemap and edit links are checked in test_site_build.py).
 
-With BROWSER_SCREENSHOTS=folder, a full-page screenshot of every page (at 1280 px and at
-390 px), and of each diagram in light and dark, is saved there to look at; the summary at the
-end says where. They are off by default: taking them was more than half of this file's time.
+What Material's own JavaScript does with our pages (switching the palette, copying to the clipboard)
+is Material's to test, not ours.
+
+With pytest-playwright's `--screenshot on` (or `only-on-failure`), a full-page screenshot of every
+page at 1280 px and at 390 px, and one of each diagram in light and dark, is saved in the test's folder
+under `--output` (test-results/). They are off by default: taking them was more than half of this
+file's time.
 
 The browser is the system's Chromium headless shell (`apt-get install -y chromium-headless-shell`,
-or .ci/install-browser.sh) or Chromium; `playwright install` is never needed.
+or .ci/install-browser.sh) or Chromium, given to pytest-playwright's `browser` fixture;
+`playwright install` is never needed.
 """
 
 import contextlib
@@ -37,7 +41,6 @@ import json
 import os
 import re
 import shutil
-import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -45,17 +48,11 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-from conftest import build_editions, nav_pages
+from conftest import ROOT, SUB_PATH, nav_pages
+from mkdocs.utils.yaml import yaml_load
 
 from tools.editions import CHINESE, EDITIONS, ENGLISH
 
-try:
-    from playwright.sync_api import Error as PlaywrightError
-    from playwright.sync_api import expect, sync_playwright
-except ImportError:  # reported by the `chromium` fixture: skipped locally, a failure on CI
-    sync_playwright = None
-
-ROOT = Path(__file__).resolve().parents[1]
 HOST = "127.0.0.1"
 CHROMIUM_ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-quic",
@@ -63,23 +60,34 @@ CHROMIUM_ARGS = [
 ]
 INSTALL_HINT = (
     "install it with `sudo apt-get install -y chromium-headless-shell` (Debian; or chromium, or run "
-    ".ci/install-browser.sh) "
-    "and `pip install -r requirements.txt` for the playwright package; the system Chromium is used, "
-    "`playwright install` is not needed. Set CHROMIUM=/path/to/chromium to use another build."
+    ".ci/install-browser.sh) and `pip install -r requirements.txt` for playwright and pytest-playwright; "
+    "the system Chromium is used, `playwright install` is not needed. Set CHROMIUM=/path/to/chromium "
+    "to use another build."
 )
+
+
+def cannot_run(reason: str):
+    """Skip the browser tests, saying why and what to do; under CI (CI=true), fail instead."""
+    message = f"the browser tests cannot run: {reason}. To run them, {INSTALL_HINT}"
+    if os.environ.get("CI") == "true":
+        pytest.fail(message, pytrace=False)
+    pytest.skip(message, allow_module_level=True)
+
+
+try:
+    import pytest_playwright  # noqa: F401 (the plugin that gives the `browser` fixture)
+    from playwright.sync_api import Error as PlaywrightError
+    from playwright.sync_api import expect
+except ImportError:
+    cannot_run("the pytest-playwright package is not importable")
+
 MULTI_GPU_PAGE = "a9-multi-gpu-training"
 DESKTOP = {"width": 1280, "height": 900}
+PHONE = {"width": 390, "height": 844}
 OK_STATUS = {200, 304}  # 304: the browser revalidated its cached copy of an asset
 
-
 # The pages: read from the nav of each edition's config, so that a new page is checked too.
-
 PAGES = [page for edition in EDITIONS.values() for page in nav_pages(edition)]  # both editions
-ENGLISH_PAGES = nav_pages(ENGLISH)
-
-
-def screenshot_name(url: str) -> str:
-    return re.sub(r"[^\w.-]+", "-", url.rstrip("/").removesuffix(".html")).strip("-") or "index"
 
 
 # ---------------------------------------------------------------------------
@@ -148,7 +156,8 @@ class Recorder:
 
 
 # ---------------------------------------------------------------------------
-# Fixtures: one server, one browser, one context and one tab for the whole session.
+# Fixtures: pytest-playwright's browser, driving the system's Chromium; one server, one context and
+# one tab for the whole session.
 
 def find_chromium() -> tuple[str | None, str]:
     """The browser to drive, and what was looked for: $CHROMIUM, else the system's Chromium headless
@@ -163,20 +172,24 @@ def find_chromium() -> tuple[str | None, str]:
 
 
 @pytest.fixture(scope="session")
-def chromium() -> str:
-    """The Chromium executable; skip (locally) or fail (CI=true) when it or playwright is missing."""
+def browser_type_launch_args(browser_type_launch_args) -> dict:
+    """pytest-playwright's launch options, with the system's Chromium (never a downloaded one)."""
     path, wanted = find_chromium()
-    missing = []
-    if sync_playwright is None:
-        missing.append("the playwright Python package is not importable")
     if not path:
-        missing.append(f"Chromium is not installed ({wanted})")
-    if missing:
-        message = f"the browser tests cannot run: {'; '.join(missing)}. To run them, {INSTALL_HINT}"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message, pytrace=False)
-        pytest.skip(message)
-    return path
+        cannot_run(f"Chromium is not installed ({wanted})")
+    return {**browser_type_launch_args, "executable_path": path, "args": CHROMIUM_ARGS}
+
+
+@pytest.fixture(scope="session")
+def launch_browser(launch_browser, browser_type_launch_args):
+    """pytest-playwright's, saying what to do when the Chromium found does not start."""
+    def launch(**options):
+        try:
+            return launch_browser(**options)
+        except PlaywrightError as error:
+            pytest.fail(f"Chromium at {browser_type_launch_args['executable_path']} did not start: {error}\n"
+                        f"To fix it, {INSTALL_HINT}", pytrace=False)
+    return launch
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
@@ -197,42 +210,10 @@ def serving(directory, handler):
 
 
 @pytest.fixture(scope="session")
-def site_url(chromium, built_site):
+def site_url(built_site):
     """The built site, served on 127.0.0.1 at a free port."""
     with serving(built_site, _QuietHandler) as port:
         yield f"http://{HOST}:{port}/"
-
-
-@pytest.fixture(scope="session")
-def screenshots(request) -> Path | None:
-    """Where the screenshots go ($BROWSER_SCREENSHOTS; None: none are taken); said in the summary."""
-    if not os.environ.get("BROWSER_SCREENSHOTS"):
-        return None
-    folder = Path(os.environ["BROWSER_SCREENSHOTS"])
-    folder.mkdir(parents=True, exist_ok=True)
-    line = f"browser screenshots: {folder}"
-    print(f"\n{line}", file=sys.stderr)
-
-    class Summary:  # a plugin, so that the line shows even when output is captured
-        @staticmethod
-        def pytest_terminal_summary(terminalreporter):
-            terminalreporter.write_line(line)
-
-    request.config.pluginmanager.register(Summary(), "browser-screenshots-summary")
-    return folder
-
-
-@pytest.fixture(scope="session")
-def browser(chromium):
-    playwright = sync_playwright().start()
-    try:
-        browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
-    except PlaywrightError as error:
-        playwright.stop()
-        pytest.fail(f"Chromium at {chromium} did not start: {error}\nTo fix it, {INSTALL_HINT}", pytrace=False)
-    yield browser
-    browser.close()
-    playwright.stop()
 
 
 @pytest.fixture(scope="session")
@@ -256,13 +237,19 @@ def watched_tab(context, recorder, console=True):
 
 
 @pytest.fixture(scope="session")
-def session_tab(browser, site_url, recorder):
+def session_tab(browser, site_url, recorder):  # the browser first: without one, the site is not built
     context = browser.new_context(viewport=DESKTOP, color_scheme="light",
                                   base_url=site_url, service_workers="block")
-    context.grant_permissions(["clipboard-read", "clipboard-write"], origin=site_url.rstrip("/"))
-    page = watched_tab(context, recorder)
-    page.bring_to_front()  # the clipboard API wants a focused page
-    yield page
+    # Material's language switch looks the page up in the other edition's sitemap, which names the
+    # address the site was built for (its site_url, at another port): served as built for this one.
+    built_for = yaml_load((ROOT / ENGLISH.config).read_text())["site_url"]
+
+    def rebased_sitemap(route):
+        sitemap = route.fetch()
+        route.fulfill(response=sitemap, body=sitemap.text().replace(built_for, site_url))
+    tab = watched_tab(context, recorder)
+    context.route("**/sitemap.xml", rebased_sitemap)  # after the recorder's route, which it overrides
+    yield tab
     context.close()
 
 
@@ -273,17 +260,27 @@ def tab(session_tab, recorder):
     return session_tab
 
 
-THEME_READY = """() => [...document.querySelectorAll(".md-content pre > code")]
-  .every(code => code.closest(".no-copy") || code.parentElement.querySelector("[data-clipboard-target]"))"""
+@pytest.fixture
+def screenshots(pytestconfig, output_path):
+    """Takes the test's screenshots when pytest-playwright's --screenshot asks (on, or only-on-failure),
+    into the test's folder under --output."""
+    option = pytestconfig.getoption("--screenshot")
+
+    def take(tab, failed: bool):
+        if option == "on" or (option == "only-on-failure" and failed):
+            take_screenshots(tab, Path(output_path))
+    return take
+
+
+# Code blocks whose copy button Material has not mounted (yet: it does so just after load).
+WITHOUT_COPY_BUTTON = ".md-content pre:not(:has([data-clipboard-target])) > code:not(.no-copy *)"
 
 
 def open_page(tab, url: str) -> list[str]:
     """Go to `url` (relative to the site) and wait until the theme has set it up; problems of the document."""
     response = tab.goto(url, wait_until="load")
-    try:  # Material mounts its components, the copy buttons among them, just after load
-        tab.wait_for_function(THEME_READY, timeout=5_000)
-    except PlaywrightError:
-        pass  # what is missing is reported by the checks
+    with contextlib.suppress(AssertionError):  # what is missing is reported by the checks
+        expect(tab.locator(WITHOUT_COPY_BUTTON)).to_have_count(0)
     if response is None or response.status != 200:
         return [f"the page itself answered {response.status if response else 'nothing'}"]
     return []
@@ -316,9 +313,7 @@ INSPECT_PAGE = r"""
   const snippet = text => JSON.stringify(text.trim().replace(/\s+/g, " ").slice(0, 50));
 
   // Code blocks and their copy buttons (Material: button[data-clipboard-target] in the <pre>).
-  const blocks = [...content.querySelectorAll("pre > code")].filter(code => !code.closest(".no-copy"));
-  const copyable = [];
-  blocks.forEach((code, i) => {
+  [...content.querySelectorAll("pre > code")].filter(code => !code.closest(".no-copy")).forEach((code, i) => {
     const name = `code block ${i + 1} ${snippet(code.textContent)}`;
     const button = code.parentElement.querySelector(
       "button.md-clipboard[data-clipboard-target], button[data-md-type=copy][data-clipboard-target]");
@@ -327,7 +322,6 @@ INSPECT_PAGE = r"""
     if (!target) problems.push(`${name}: its copy button's target ${button.dataset.clipboardTarget} is missing`);
     else if (!target.textContent.trim()) problems.push(`${name}: its copy button's target is empty`);
     else if (target !== code) problems.push(`${name}: its copy button copies another element`);
-    else if (shown(code)) copyable.push(i);  // a block in a closed <details> or another tab can't be clicked
   });
 
   // Math: MathML rendered at build time must be laid out (hidden tabs and closed details aside).
@@ -395,35 +389,9 @@ INSPECT_PAGE = r"""
   });
   const cellsWithOutput = cells.filter(cell => cell.querySelector(".jp-OutputArea-output")).length;
 
-  return {problems, copyable, maths: maths.length, figures: figures.length, cells: cells.length, cellsWithOutput};
+  return {problems, figures: figures.length, cells: cells.length, cellsWithOutput};
 }
 """
-
-PICK_COPY_BUTTON = """
-i => {
-  const code = [...document.querySelectorAll(".md-content pre > code")].filter(c => !c.closest(".no-copy"))[i];
-  code.parentElement.querySelector("[data-clipboard-target]").setAttribute("data-browser-test", "copy");
-  const clone = code.cloneNode(true);
-  clone.querySelectorAll(".md-annotation").forEach(el => el.remove());  // annotations are not copied
-  return clone.textContent.trimEnd();
-}
-"""
-
-
-def check_copy_button(tab, index: int) -> list[str]:
-    """Click the copy button of code block `index` (as INSPECT_PAGE counts them) and read the clipboard back."""
-    tab.evaluate("navigator.clipboard.writeText('')")
-    expected = tab.evaluate(PICK_COPY_BUTTON, index)
-    button = tab.locator("[data-browser-test=copy]")
-    button.click()
-    try:
-        tab.wait_for_function("expected => navigator.clipboard.readText().then(t => t === expected)",
-                              arg=expected, timeout=5_000)
-    except PlaywrightError:
-        copied = tab.evaluate("navigator.clipboard.readText()")
-        return [f"copy button of code block {index + 1} put {copied[:80]!r} on the clipboard, "
-                f"expected {expected[:80]!r}"]
-    return []
 
 
 def notebook_cells_with_output(source: str) -> int:
@@ -431,34 +399,42 @@ def notebook_cells_with_output(source: str) -> int:
     return sum(1 for cell in notebook["cells"] if cell["cell_type"] == "code" and cell.get("outputs"))
 
 
-def check_diagrams(tab, folder: Path | None, name: str) -> list[str]:
-    """Each diagram's colour must follow the palette; with a folder, screenshot it in light and dark."""
-    colours = []
+# Sets the palette as the toggle does, and reads each diagram's colour (its text and lines use currentColor).
+DIAGRAM_COLOURS = """scheme => {
+  document.body.setAttribute("data-md-color-scheme", scheme);
+  return [...document.querySelectorAll(".md-content figure.diagram svg")].map(svg => getComputedStyle(svg).color);
+}"""
+
+
+def check_diagrams(tab) -> list[str]:
+    """Each diagram's colour must follow the palette."""
+    dark, light = (tab.evaluate(DIAGRAM_COLOURS, scheme) for scheme in ("slate", "default"))  # light again
+    return [f"diagram {i + 1} has the same colour ({colour}) in the light and the dark palette"
+            for i, (colour, other) in enumerate(zip(light, dark)) if colour == other]
+
+
+def take_screenshots(tab, folder: Path):
+    """The whole page at the desktop's and at the phone's width, and each diagram in light and dark."""
+    folder.mkdir(parents=True, exist_ok=True)
+    tab.screenshot(path=folder / "desktop.png", full_page=True, animations="disabled")
     figures = tab.locator(".md-content figure.diagram")
-    for scheme in ("default", "slate"):
-        colours.append(tab.evaluate("""scheme => {
-          document.body.setAttribute('data-md-color-scheme', scheme);
-          return [...document.querySelectorAll('.md-content figure.diagram')]
-            .map(figure => getComputedStyle(figure.querySelector('svg')).color);
-        }""", scheme))
-        for i in range(figures.count() if folder else 0):
-            shade = "dark" if scheme == "slate" else "light"
-            figures.nth(i).screenshot(path=folder / f"{name}--diagram-{i + 1}-{shade}.png", animations="disabled")
-    tab.evaluate("() => document.body.setAttribute('data-md-color-scheme', 'default')")
-    return [f"diagram {i + 1} has the same colour ({light}) in the light and the dark palette"
-            for i, (light, dark) in enumerate(zip(*colours)) if light == dark]
+    for scheme, shade in (("slate", "dark"), ("default", "light")):
+        tab.evaluate(DIAGRAM_COLOURS, scheme)
+        for i in range(figures.count()):
+            figures.nth(i).screenshot(path=folder / f"diagram-{i + 1}-{shade}.png", animations="disabled")
+    tab.set_viewport_size(PHONE)
+    tab.screenshot(path=folder / "phone.png", full_page=True, animations="disabled")
+    tab.set_viewport_size(DESKTOP)
 
 
 # ---------------------------------------------------------------------------
-# The tests.
+# Every page, at a desktop's width and at a phone's.
 
 @pytest.mark.parametrize(("source", "url"), PAGES, ids=[url or "index" for _, url in PAGES])
 def test_page_works_in_a_browser(tab, recorder, screenshots, source, url):
     problems = open_page(tab, url)
     found = tab.evaluate(INSPECT_PAGE)
     problems += found["problems"]
-    if found["copyable"]:
-        problems += check_copy_button(tab, found["copyable"][0])
     if source.endswith(".ipynb"):
         expected = notebook_cells_with_output(source)
         if not found["cellsWithOutput"]:
@@ -467,96 +443,19 @@ def test_page_works_in_a_browser(tab, recorder, screenshots, source, url):
         elif found["cellsWithOutput"] != expected:
             problems.append(f"notebook page shows outputs under {found['cellsWithOutput']} code cells, "
                             f"{source} has {expected} with outputs")
-    name = screenshot_name(url)
     if found["figures"]:
-        problems += check_diagrams(tab, screenshots, name)
-    if screenshots:
-        tab.evaluate("""() => {
-          window.scrollTo(0, 0);  // the copy check scrolled; the header belongs at the top
-          document.querySelector(".md-dialog")?.classList.remove("md-dialog--active");  // "Copied to clipboard"
-        }""")
-        tab.screenshot(path=screenshots / f"{name}.png", full_page=True, animations="disabled")
+        problems += check_diagrams(tab)
     problems += settled_problems(tab, recorder)
-    problems += [f"at {PHONE['width']} px: {problem}" for problem in on_a_phone(tab, recorder, screenshots, name)]
+    problems += [f"at {PHONE['width']} px: {problem}" for problem in on_a_phone(tab, recorder)]
+    screenshots(tab, failed=bool(problems))
     assert not problems, f"{url or 'index'} ({tab.url}):\n  " + "\n  ".join(problems)
 
 
-# The result links once the search has answered, read in the same step as the check (the list
-# is rendered again while the results come in); [] when the search says it found nothing.
-SEARCH_RESULTS = """() => {
-  const links = [...document.querySelectorAll(".md-search-result__item a.md-search-result__link")].map(a => a.href);
-  const meta = document.querySelector(".md-search-result__meta")?.textContent || "";
-  return links.length ? links : /no matching|没有找到/i.test(meta) ? [] : null;
-}"""
-
-
-def search_results(tab) -> list[str]:
-    found = tab.wait_for_function(SEARCH_RESULTS, timeout=10_000).json_value()
-    if not found:  # the late answer to an earlier query (the empty one, on focus) can say "none" first
-        tab.wait_for_timeout(1_000)
-        found = tab.wait_for_function(SEARCH_RESULTS, timeout=10_000).json_value()
-    return found
-
-
-def test_search_finds_distributed_sampler_on_the_multi_gpu_page(tab, recorder):
-    problems = open_page(tab, "")
-    found = search(tab, "DistributedSampler")
-    if not found:
-        pytest.fail("searching for DistributedSampler shows no result", pytrace=False)
-    assert any(MULTI_GPU_PAGE in href for href in found), (
-        f"searching for DistributedSampler does not find the {MULTI_GPU_PAGE} page; it finds: {found}")
-    tab.locator(f".md-search-result__item a[href*='{MULTI_GPU_PAGE}']").first.click()
-    expect(tab).to_have_url(re.compile(rf"/{MULTI_GPU_PAGE}(/|\.html)"))
-    expect(tab.locator(".md-content h1")).to_be_visible()
-    expect(tab.locator(".md-content").first).to_contain_text("DistributedSampler")
-    problems += settled_problems(tab, recorder)
-    assert not problems, "\n".join(problems)
-
-
-def test_palette_toggle_switches_to_dark_and_back(tab, recorder):
-    problems = open_page(tab, "")
-    body = tab.locator("body")
-    expect(body).to_have_attribute("data-md-color-scheme", "default")
-    light_background = body.evaluate("b => getComputedStyle(b).backgroundColor")
-    toggle = tab.locator("form[data-md-component=palette] label:visible")
-    toggle.click()
-    expect(body).to_have_attribute("data-md-color-scheme", "slate")
-    dark_background = body.evaluate("b => getComputedStyle(b).backgroundColor")
-    assert dark_background != light_background, f"the dark palette kept the background {light_background}"
-    toggle.click()
-    expect(body).to_have_attribute("data-md-color-scheme", "default")
-    tab.reload(wait_until="networkidle")  # the choice is remembered, so the next visit is light again
-    expect(body).to_have_attribute("data-md-color-scheme", "default")
-    problems += settled_problems(tab, recorder)
-    assert not problems, "\n".join(problems)
-
-
-def test_the_language_switch_leads_to_the_same_page_in_the_other_edition(tab, recorder):
-    """Through the header's menu, as a reader does (every page's links are checked in test_site_build)."""
-    page = "a6-efficient-data-loaders/"
-    problems = open_page(tab, page)
-    for edition in (CHINESE, ENGLISH):
-        problems += settled_problems(tab, recorder)  # leaving earlier would abort what is still loading
-        recorder.reset()
-        tab.locator(".md-header .md-select").hover()  # the menu opens on hover (and on focus)
-        tab.locator(f".md-select__link[hreflang={edition.language}]").click()
-        expect(tab).to_have_url(re.compile(rf"//{HOST}:\d+/{re.escape(edition.prefix + page)}$"))
-        expect(tab.locator("html")).to_have_attribute("lang", edition.language)
-        expect(tab.locator(".md-content h1")).to_contain_text("A.6")
-    problems += settled_problems(tab, recorder)
-    assert not problems, "\n".join(problems)
-
-
-# ---------------------------------------------------------------------------
-# A phone: 390 px wide.
-
-PHONE = {"width": 390, "height": 844}
 MIN_TEXT_PX = 8  # diagram text smaller than this is unreadable on a phone
 MIN_CODE_SHARE = 0.75  # of the text column, for every code block
 # Where code in a table may wrap: after a dot, an underscore, a slash or a hyphen inside an identifier
 # (the browser breaks after a hyphen too), and at a space between two tokens, never inside a word.
 BREAKS_AFTER = "._/- "
-
 
 INSPECT_PHONE = r"""
 ([minText, minShare, breaksAfter]) => {
@@ -619,32 +518,35 @@ INSPECT_PHONE = r"""
 """
 
 
-def on_a_phone(tab, recorder, screenshots, name) -> list[str]:
+def on_a_phone(tab, recorder) -> list[str]:
     """The problems of the open page resized to a phone's width: laid out anew by the same CSS and
     scripts, without loading it a second time (which was a third of this file's time)."""
     recorder.reset()  # what the page did at the desktop's width is reported already
     tab.set_viewport_size(PHONE)
     try:
         problems = tab.evaluate(INSPECT_PHONE, [MIN_TEXT_PX, MIN_CODE_SHARE, BREAKS_AFTER])
-        if screenshots:
-            tab.screenshot(path=screenshots / f"{name}--phone.png", full_page=True, animations="disabled")
         return problems + settled_problems(tab, recorder)
     finally:
         tab.set_viewport_size(DESKTOP)
 
 
 # ---------------------------------------------------------------------------
-# Search for the names readers type.
+# Search for the names readers type; the language switch; the palette toggle.
 
-def search(tab, query: str) -> list[str]:
-    """Type `query` into the search of the page open in `tab`; the result links (empty: nothing found)."""
-    tab.keyboard.press("/")  # Material's shortcut; clicking the search field does the same
-    field_ = tab.locator("input.md-search__input")
-    if not field_.evaluate("el => el === document.activeElement"):
-        tab.locator("label.md-search__icon").first.click()
-    field_.fill(query)
-    field_.press("End")  # Material reads the query on keyup: one keyup, one search (typing it searched each prefix)
-    return search_results(tab)
+def search_finds(tab, query: str, page_url: str) -> list[str]:
+    """Type `query` into the open search field; [] once a result links to `page_url`, else the problem."""
+    search_field = tab.locator("input.md-search__input")
+    search_field.fill(query)
+    search_field.press("End")  # Material reads the query on keyup: one keyup, one search
+    links = tab.locator(".md-search-result__item a.md-search-result__link")
+    try:
+        expect(links.and_(tab.locator(f'[href^="{page_url}"]')).first).to_be_attached(timeout=10_000)
+    except AssertionError:
+        meta = tab.locator(".md-search-result__meta").inner_text()
+        found = [href.split("?")[0] for href in links.evaluate_all("links => links.map(a => a.href)")]
+        return [f"searching for {query} does not find {page_url}; it finds {list(dict.fromkeys(found))} "
+                f"(the search says {meta!r})"]
+    return []
 
 
 MAX_PREVIEW_CODE_LINES = 80  # a longer block in a preview is a whole script (150+ lines), not a section
@@ -654,6 +556,7 @@ SEARCHES = [  # what a reader types, in the edition they read: the page that exp
     ("", "from_numpy", "a2-understanding-tensors"),
     ("", "state_dict", "a8-saving-and-loading-models"),
     ("", "set_epoch", MULTI_GPU_PAGE),
+    ("", "DistributedSampler", MULTI_GPU_PAGE),
     # Chinese words, which the index holds only if the build split the text into words (jieba),
     # and an API name in the Chinese edition.
     (CHINESE.prefix, "张量", "a2-understanding-tensors"),
@@ -664,15 +567,12 @@ SEARCHES = [  # what a reader types, in the edition they read: the page that exp
 
 
 @pytest.mark.parametrize(("edition", "query", "expected"), SEARCHES, ids=[f"{e}{q}" for e, q, _ in SEARCHES])
-def test_search_finds_what_readers_type_on_its_page(tab, recorder, edition, query, expected):
+def test_search_finds_what_readers_type_on_its_page(tab, recorder, site_url, edition, query, expected):
     problems = open_page(tab, edition)
-    found = search(tab, query)
-    if not found:
-        meta = tab.locator(".md-search-result__meta").inner_text()
-        pytest.fail(f"searching for {query} shows no result (the search says {meta!r})", pytrace=False)
-    pages = [href.split("?")[0].split("#")[0] for href in found]
-    assert any(expected in page for page in pages), (
-        f"searching for {query} does not find the {expected} page; it finds: {list(dict.fromkeys(pages))}")
+    tab.keyboard.press("/")  # Material's shortcut; clicking the search field does the same
+    if not tab.locator("input.md-search__input").evaluate("el => el === document.activeElement"):
+        tab.locator("label.md-search__icon").first.click()
+    problems += search_finds(tab, query, f"{site_url}{edition}{expected}/")
     long_code = tab.locator(".md-search-result__article pre").evaluate_all(
         f"pres => pres.map(p => [p.closest('a').getAttribute('href'), p.textContent.split('\\n').length])"
         f".filter(([, n]) => n > {MAX_PREVIEW_CODE_LINES})")
@@ -682,11 +582,37 @@ def test_search_finds_what_readers_type_on_its_page(tab, recorder, edition, quer
     assert not problems, "\n".join(problems)
 
 
+def test_the_language_switch_leads_to_the_same_page_in_the_other_edition(tab, recorder):
+    """Through the header's menu (overrides/partials/alternate.html), as a reader does (every page's links
+    are checked in test_site_build)."""
+    page = "a6-efficient-data-loaders/"
+    problems = open_page(tab, page)
+    for edition in (CHINESE, ENGLISH):
+        problems += settled_problems(tab, recorder)  # leaving earlier would abort what is still loading
+        recorder.reset()
+        tab.locator(".md-header .md-select").hover()  # the menu opens on hover (and on focus)
+        tab.locator(f".md-select__link[hreflang={edition.language}]").click()
+        expect(tab).to_have_url(re.compile(rf"//{HOST}:\d+/{re.escape(edition.prefix + page)}$"))
+        expect(tab.locator("html")).to_have_attribute("lang", edition.language)
+        expect(tab.locator(".md-content h1")).to_contain_text("A.6")
+    problems += settled_problems(tab, recorder)
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("edition", EDITIONS.values(), ids=EDITIONS)
+def test_the_palette_toggle_offers_the_dark_palette_in_the_editions_words(tab, recorder, edition):
+    """Ours: a light and a dark palette (mkdocs.yml), the toggle named by the hooks. Switching them is
+    Material's JavaScript; that our diagrams follow the palette is checked on every page."""
+    problems = open_page(tab, edition.prefix)
+    toggle = tab.locator("form[data-md-component=palette] label:visible")
+    expect(toggle).to_have_attribute("title", edition.words["dark_mode"])
+    expect(tab.locator(f"#{toggle.get_attribute('for')}")).to_have_attribute("data-md-color-scheme", "slate")
+    problems += settled_problems(tab, recorder)
+    assert not problems, "\n".join(problems)
+
+
 # ---------------------------------------------------------------------------
-# Published: the sitemap, and the 404 page of a site under a sub-path (a GitHub project site).
-
-SUB_PATH = "project"
-
+# Published: the 404 page of a site under a sub-path (a GitHub project site).
 
 class _PagesHandler(_QuietHandler):
     """Like GitHub Pages: an unknown address gets the site's 404.html, with status 404."""
@@ -703,63 +629,18 @@ class _PagesHandler(_QuietHandler):
         self.wfile.write(body)
 
 
-# As the Pages workflow builds it: a project site under a sub-path. The 404 page's links are
-# absolute paths (/project/...), so the site works when served under /project/ on any host.
-PUBLISHED = {"SITE_URL": f"https://example.github.io/{SUB_PATH}/",
-             "REPO_URL": "https://github.com/example/appendix-a", "EDIT_URI": "edit/main/docs/",
-             "EDIT_URI_ZH": "edit/main/docs-zh/"}
-
-
 @pytest.fixture(scope="session")
-def published_site(tmp_path_factory) -> Path:
-    """A folder holding project/, the site (both editions) built with the Pages workflow's environment."""
-    root = tmp_path_factory.mktemp("pages")
-    with pytest.MonkeyPatch.context() as patch:
-        for name, value in PUBLISHED.items():
-            patch.setenv(name, value)
-        build_editions(root / SUB_PATH, f" with {PUBLISHED}")
-    return root
-
-
-@pytest.fixture(scope="session")
-def sub_path_site(chromium, published_site):
+def sub_path_site(browser, published_site):  # the browser first: without one, the site is not built
     """The published site served under /project/; a missing page gets its 404.html, as on GitHub Pages."""
     with serving(published_site, _PagesHandler) as port:
         yield f"http://{HOST}:{port}/{SUB_PATH}/"
 
 
-def test_sitemap_lists_every_page(published_site):
-    site_url = PUBLISHED["SITE_URL"]
-    listed = {url for edition in EDITIONS.values() for url in re.findall(
-        r"<loc>([^<]+)</loc>", (published_site / SUB_PATH / edition.prefix / "sitemap.xml").read_text())}
-    missing = [source for source, url in PAGES if site_url + url not in listed]
-    assert not missing, (f"the sitemaps of a build with SITE_URL={site_url} do not list the pages of "
-                         f"{missing}; they list {sorted(listed) or 'nothing'} (is site_url read from SITE_URL?)")
-
-
-def test_edit_links_only_where_the_page_source_is_in_the_repository(built_site, published_site):
-    """A published page links to its own Markdown source; a generated notebook page, and a local build, to none."""
-    edit_link = re.compile(r'<a href="([^"]*)"[^>]*rel="edit"')
-    problems = []
-    for source, url in PAGES:
-        page = (url or "") + "index.html"
-        links = edit_link.findall((published_site / SUB_PATH / page).read_text())
-        if source.endswith(".ipynb"):
-            if links:
-                problems.append(f"{url}: a generated notebook page offers an edit link to {links[0]}")
-        elif links != [f"{PUBLISHED['REPO_URL']}/edit/main/{source}"]:
-            problems.append(f"{url or 'index'}: edit link {links or 'missing'}, expected one to {source}")
-        if local := edit_link.findall((built_site / page).read_text()):
-            problems.append(f"{url or 'index'}: a local build links to {local[0]}, which is not this repository")
-    assert not problems, "\n".join(problems)
-
-
 def test_404_page_under_a_sub_path_has_search_and_the_contents(browser, sub_path_site):
     recorder = Recorder()
-    context = browser.new_context(viewport=DESKTOP, service_workers="block")
-    tab = watched_tab(context, recorder, console=False)  # the 404 itself is logged as a console error
-    missing = f"{sub_path_site}no/such/page/"
-    try:
+    with contextlib.closing(browser.new_context(viewport=DESKTOP, service_workers="block")) as context:
+        tab = watched_tab(context, recorder, console=False)  # the 404 itself is logged as a console error
+        missing = f"{sub_path_site}no/such/page/"
         response = tab.goto(missing, wait_until="networkidle")
         assert response.status == 404, f"{missing} answered {response.status}, not 404"
         # Styled: Material's stylesheet applied (an unstyled page shows its header as a plain block),
@@ -770,8 +651,8 @@ def test_404_page_under_a_sub_path_has_search_and_the_contents(browser, sub_path
         problems = []
         # The way back: contents that link to every page of the nav, the home page included.
         links = set(tab.locator(".md-content li a").evaluate_all("links => links.map(a => a.href)"))
-        problems += [f"the contents on the 404 page have no link to {sub_path_site}{url}" for _, url in ENGLISH_PAGES
-                     if f"{sub_path_site}{url}" not in links]
+        problems += [f"the contents on the 404 page have no link to {sub_path_site}{url}"
+                     for _, url in nav_pages(ENGLISH) if f"{sub_path_site}{url}" not in links]
         # A reader of the Chinese edition gets this page too: it leads to that edition's home page.
         chinese_home = tab.locator(f'.md-content a[hreflang="{CHINESE.language}"]').evaluate_all(
             "links => links.map(a => a.href)")
@@ -779,12 +660,8 @@ def test_404_page_under_a_sub_path_has_search_and_the_contents(browser, sub_path
             problems.append(f"the 404 page links the Chinese edition's home as {chinese_home}")
         # Search: its button opens the search, which finds a page under the sub-path.
         tab.locator(".md-content [data-search-button]").click()
-        search_field = tab.locator("input.md-search__input")
-        expect(search_field).to_be_focused()
-        search_field.press_sequentially("state_dict")
-        found = search_results(tab)
-        if not any(href.startswith(f"{sub_path_site}a8-saving-and-loading-models/") for href in found):
-            problems.append(f"search on the 404 page does not find the A.8 page under {sub_path_site}: {found}")
+        expect(tab.locator("input.md-search__input")).to_be_focused()
+        problems += search_finds(tab, "state_dict", f"{sub_path_site}a8-saving-and-loading-models/")
         # And a link of the contents leads to its page (through Material's instant navigation).
         tab.keyboard.press("Escape")
         tab.locator(".md-content li a[href$='/a8-saving-and-loading-models/']").click()
@@ -792,5 +669,3 @@ def test_404_page_under_a_sub_path_has_search_and_the_contents(browser, sub_path
         expect(tab.locator(".md-content h1")).to_contain_text("A.8")
         problems += [p for p in settled_problems(tab, recorder) if p != f"bad response: 404 {missing}"]
         assert not problems, f"404 page at {missing}:\n  " + "\n  ".join(problems)
-    finally:
-        context.close()

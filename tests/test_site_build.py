@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 from bs4 import BeautifulSoup
-from conftest import ROOT, mkdocs_build, nav_pages
+from conftest import PUBLISHED, ROOT, SUB_PATH, mkdocs_build, nav_pages
 
 from tools import pages
 from tools.editions import CHINESE, EDITIONS, ENGLISH, GLOSSARY
-from tools.record import tomllib
+from tools.store import tomllib
 
 DOCS = ROOT / "docs"
 
@@ -330,3 +330,32 @@ def test_the_strict_build_stops_on_warnings_and_names_each(tmp_path):
     for breakage, (_, named) in WARNINGS.items():
         missing = [text for text in named if text not in warnings]
         assert not missing, f"no warning names {breakage} ({missing[0]!r}):\n{result.stderr}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Published: built as the Pages workflow builds it, a project site under a sub-path (conftest.PUBLISHED)
+
+def test_sitemap_lists_every_page(published_site):
+    site_url = PUBLISHED["SITE_URL"]
+    listed = {url for edition in EDITIONS.values() for url in re.findall(
+        r"<loc>([^<]+)</loc>", (published_site / SUB_PATH / edition.prefix / "sitemap.xml").read_text())}
+    missing = [source for pair in PAIRS for source, url in pair if site_url + url not in listed]
+    assert not missing, (f"the sitemaps of a build with SITE_URL={site_url} do not list the pages of "
+                         f"{missing}; they list {sorted(listed) or 'nothing'} (is site_url read from SITE_URL?)")
+
+
+def test_edit_links_only_where_the_page_source_is_in_the_repository(built_site, published_site):
+    """A published page links to its own Markdown source; a generated notebook page, and a local build, to none."""
+    edit_link = re.compile(r'<a href="([^"]*)"[^>]*rel="edit"')
+    problems = []
+    for source, url in (page for pair in PAIRS for page in pair):  # every page of both editions
+        page = (url or "") + "index.html"
+        links = edit_link.findall((published_site / SUB_PATH / page).read_text())
+        if source.endswith(".ipynb"):
+            if links:
+                problems.append(f"{url}: a generated notebook page offers an edit link to {links[0]}")
+        elif links != [f"{PUBLISHED['REPO_URL']}/edit/main/{source}"]:
+            problems.append(f"{url or 'index'}: edit link {links or 'missing'}, expected one to {source}")
+        if local := edit_link.findall((built_site / page).read_text()):
+            problems.append(f"{url or 'index'}: a local build links to {local[0]}, which is not this repository")
+    assert not problems, "\n".join(problems)
