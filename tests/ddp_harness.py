@@ -1,7 +1,7 @@
 """What the DDP tests share: one launch with a time limit that leaves nothing behind (`run_job`),
 scripts copied alone into an empty folder (`alone`), the check of a fresh run against its
-recording (`drift`), what DDP training must equal (`single_process_weights`, `assert_same_weights`,
-`FULL_ACCURACY`) and a free port (`free_port`)."""
+recording (`drift`), what DDP training must equal (`single_process_weights`, `assert_same_weights`)
+and a free port (`free_port`)."""
 
 import importlib.util
 import os

@@ -94,7 +94,7 @@ PAGES = [page for edition in EDITIONS.values() for page in nav_pages(edition)]  
 # What the browser saw while a page was open.
 
 @dataclass
-class Recorder:
+class BrowserEvents:
     """Network and console events, collected between two `reset()` calls."""
 
     outside: list[str] = field(default_factory=list)
@@ -217,27 +217,27 @@ def site_url(built_site):
 
 
 @pytest.fixture(scope="session")
-def recorder() -> Recorder:
-    return Recorder()
+def events() -> BrowserEvents:
+    return BrowserEvents()
 
 
-def watched_tab(context, recorder, console=True):
-    """A new tab of `context` whose requests, responses, console errors and page errors go to `recorder`."""
+def watched_tab(context, events, console=True):
+    """A new tab of `context` whose requests, responses, console errors and page errors go to `events`."""
     context.set_default_timeout(15_000)
-    context.route("**/*", recorder.route)
+    context.route("**/*", events.route)
     page = context.new_page()
-    page.on("request", recorder.on_request)
-    page.on("requestfinished", recorder.on_request_done)
-    page.on("response", recorder.on_response)
-    page.on("requestfailed", recorder.on_request_failed)
+    page.on("request", events.on_request)
+    page.on("requestfinished", events.on_request_done)
+    page.on("response", events.on_response)
+    page.on("requestfailed", events.on_request_failed)
     if console:
-        page.on("console", recorder.on_console)
-    page.on("pageerror", recorder.on_page_error)
+        page.on("console", events.on_console)
+    page.on("pageerror", events.on_page_error)
     return page
 
 
 @pytest.fixture(scope="session")
-def session_tab(browser, site_url, recorder):  # the browser first: without one, the site is not built
+def session_tab(browser, site_url, events):  # the browser first: without one, the site is not built
     context = browser.new_context(viewport=DESKTOP, color_scheme="light",
                                   base_url=site_url, service_workers="block")
     # Material's language switch looks the page up in the other edition's sitemap, which names the
@@ -247,16 +247,16 @@ def session_tab(browser, site_url, recorder):  # the browser first: without one,
     def rebased_sitemap(route):
         sitemap = route.fetch()
         route.fulfill(response=sitemap, body=sitemap.text().replace(built_for, site_url))
-    tab = watched_tab(context, recorder)
-    context.route("**/sitemap.xml", rebased_sitemap)  # after the recorder's route, which it overrides
+    tab = watched_tab(context, events)
+    context.route("**/sitemap.xml", rebased_sitemap)  # after the events's route, which it overrides
     yield tab
     context.close()
 
 
 @pytest.fixture
-def tab(session_tab, recorder):
+def tab(session_tab, events):
     """The session's one tab, with a fresh record of what it sees."""
-    recorder.reset()
+    events.reset()
     return session_tab
 
 
@@ -289,16 +289,16 @@ def open_page(tab, url: str) -> list[str]:
 QUIET_S = 0.2  # Playwright's "networkidle" waits 500 ms, which was a fifth of this file's time
 
 
-def settled_problems(tab, recorder) -> list[str]:
+def settled_problems(tab, events) -> list[str]:
     """What went wrong on the network and the console, once the page has loaded and has asked for
     nothing for QUIET_S (the checks before this one usually took longer: then it waits no more)."""
     tab.wait_for_load_state("load")
     deadline = time.monotonic() + 15
     tab.wait_for_timeout(50)  # events arrive while Playwright waits
-    while (recorder.in_flight or time.monotonic() - recorder.last_activity < QUIET_S) and time.monotonic() < deadline:
+    while (events.in_flight or time.monotonic() - events.last_activity < QUIET_S) and time.monotonic() < deadline:
         tab.wait_for_timeout(50)
-    late = [f"still loading after 15 s: {request.url}" for request in recorder.in_flight]
-    return recorder.problems() + late
+    late = [f"still loading after 15 s: {request.url}" for request in events.in_flight]
+    return events.problems() + late
 
 
 # ---------------------------------------------------------------------------
@@ -431,7 +431,7 @@ def take_screenshots(tab, folder: Path):
 # Every page, at a desktop's width and at a phone's.
 
 @pytest.mark.parametrize(("source", "url"), PAGES, ids=[url or "index" for _, url in PAGES])
-def test_page_works_in_a_browser(tab, recorder, screenshots, source, url):
+def test_page_works_in_a_browser(tab, events, screenshots, source, url):
     problems = open_page(tab, url)
     found = tab.evaluate(INSPECT_PAGE)
     problems += found["problems"]
@@ -445,8 +445,8 @@ def test_page_works_in_a_browser(tab, recorder, screenshots, source, url):
                             f"{source} has {expected} with outputs")
     if found["figures"]:
         problems += check_diagrams(tab)
-    problems += settled_problems(tab, recorder)
-    problems += [f"at {PHONE['width']} px: {problem}" for problem in on_a_phone(tab, recorder)]
+    problems += settled_problems(tab, events)
+    problems += [f"at {PHONE['width']} px: {problem}" for problem in on_a_phone(tab, events)]
     screenshots(tab, failed=bool(problems))
     assert not problems, f"{url or 'index'} ({tab.url}):\n  " + "\n  ".join(problems)
 
@@ -518,14 +518,14 @@ INSPECT_PHONE = r"""
 """
 
 
-def on_a_phone(tab, recorder) -> list[str]:
+def on_a_phone(tab, events) -> list[str]:
     """The problems of the open page resized to a phone's width: laid out anew by the same CSS and
     scripts, without loading it a second time (which was a third of this file's time)."""
-    recorder.reset()  # what the page did at the desktop's width is reported already
+    events.reset()  # what the page did at the desktop's width is reported already
     tab.set_viewport_size(PHONE)
     try:
         problems = tab.evaluate(INSPECT_PHONE, [MIN_TEXT_PX, MIN_CODE_SHARE, BREAKS_AFTER])
-        return problems + settled_problems(tab, recorder)
+        return problems + settled_problems(tab, events)
     finally:
         tab.set_viewport_size(DESKTOP)
 
@@ -567,7 +567,7 @@ SEARCHES = [  # what a reader types, in the edition they read: the page that exp
 
 
 @pytest.mark.parametrize(("edition", "query", "expected"), SEARCHES, ids=[f"{e}{q}" for e, q, _ in SEARCHES])
-def test_search_finds_what_readers_type_on_its_page(tab, recorder, site_url, edition, query, expected):
+def test_search_finds_what_readers_type_on_its_page(tab, events, site_url, edition, query, expected):
     problems = open_page(tab, edition)
     tab.keyboard.press("/")  # Material's shortcut; clicking the search field does the same
     if not tab.locator("input.md-search__input").evaluate("el => el === document.activeElement"):
@@ -578,36 +578,36 @@ def test_search_finds_what_readers_type_on_its_page(tab, recorder, site_url, edi
         f".filter(([, n]) => n > {MAX_PREVIEW_CODE_LINES})")
     problems += [f"the search preview of {href} for {query} shows {lines} lines of code, not prose"
                  for href, lines in long_code]
-    problems += settled_problems(tab, recorder)
+    problems += settled_problems(tab, events)
     assert not problems, "\n".join(problems)
 
 
-def test_the_language_switch_leads_to_the_same_page_in_the_other_edition(tab, recorder):
+def test_the_language_switch_leads_to_the_same_page_in_the_other_edition(tab, events):
     """Through the header's menu (overrides/partials/alternate.html), as a reader does (every page's links
     are checked in test_site_build)."""
     page = "a6-efficient-data-loaders/"
     problems = open_page(tab, page)
     for edition in (CHINESE, ENGLISH):
-        problems += settled_problems(tab, recorder)  # leaving earlier would abort what is still loading
-        recorder.reset()
+        problems += settled_problems(tab, events)  # leaving earlier would abort what is still loading
+        events.reset()
         tab.locator(".md-header .md-select").hover()  # the menu opens on hover (and on focus)
         tab.locator(f".md-select__link[hreflang={edition.language}]").click()
         expect(tab).to_have_url(re.compile(rf"//{HOST}:\d+/{re.escape(edition.prefix + page)}$"))
         expect(tab.locator("html")).to_have_attribute("lang", edition.language)
         expect(tab.locator(".md-content h1")).to_contain_text("A.6")
-    problems += settled_problems(tab, recorder)
+    problems += settled_problems(tab, events)
     assert not problems, "\n".join(problems)
 
 
 @pytest.mark.parametrize("edition", EDITIONS.values(), ids=EDITIONS)
-def test_the_palette_toggle_offers_the_dark_palette_in_the_editions_words(tab, recorder, edition):
+def test_the_palette_toggle_offers_the_dark_palette_in_the_editions_words(tab, events, edition):
     """Ours: a light and a dark palette (mkdocs.yml), the toggle named by the hooks. Switching them is
     Material's JavaScript; that our diagrams follow the palette is checked on every page."""
     problems = open_page(tab, edition.prefix)
     toggle = tab.locator("form[data-md-component=palette] label:visible")
     expect(toggle).to_have_attribute("title", edition.words["dark_mode"])
     expect(tab.locator(f"#{toggle.get_attribute('for')}")).to_have_attribute("data-md-color-scheme", "slate")
-    problems += settled_problems(tab, recorder)
+    problems += settled_problems(tab, events)
     assert not problems, "\n".join(problems)
 
 
@@ -637,9 +637,9 @@ def sub_path_site(browser, published_site):  # the browser first: without one, t
 
 
 def test_404_page_under_a_sub_path_has_search_and_the_contents(browser, sub_path_site):
-    recorder = Recorder()
+    events = BrowserEvents()
     with contextlib.closing(browser.new_context(viewport=DESKTOP, service_workers="block")) as context:
-        tab = watched_tab(context, recorder, console=False)  # the 404 itself is logged as a console error
+        tab = watched_tab(context, events, console=False)  # the 404 itself is logged as a console error
         missing = f"{sub_path_site}no/such/page/"
         response = tab.goto(missing, wait_until="networkidle")
         assert response.status == 404, f"{missing} answered {response.status}, not 404"
@@ -647,7 +647,7 @@ def test_404_page_under_a_sub_path_has_search_and_the_contents(browser, sub_path
         # which fails together with its scripts when the page asks for them at the domain's root.
         if tab.locator("header.md-header").evaluate("h => getComputedStyle(h).position") != "sticky":
             pytest.fail(f"the 404 page at {missing} is unstyled, its assets did not load: "
-                        f"{recorder.problems()} (is site_url read from SITE_URL?)", pytrace=False)
+                        f"{events.problems()} (is site_url read from SITE_URL?)", pytrace=False)
         problems = []
         # The way back: contents that link to every page of the nav, the home page included.
         links = set(tab.locator(".md-content li a").evaluate_all("links => links.map(a => a.href)"))
@@ -667,5 +667,5 @@ def test_404_page_under_a_sub_path_has_search_and_the_contents(browser, sub_path
         tab.locator(".md-content li a[href$='/a8-saving-and-loading-models/']").click()
         expect(tab).to_have_url(f"{sub_path_site}a8-saving-and-loading-models/")
         expect(tab.locator(".md-content h1")).to_contain_text("A.8")
-        problems += [p for p in settled_problems(tab, recorder) if p != f"bad response: 404 {missing}"]
+        problems += [p for p in settled_problems(tab, events) if p != f"bad response: 404 {missing}"]
         assert not problems, f"404 page at {missing}:\n  " + "\n  ".join(problems)

@@ -28,7 +28,6 @@ import pytest
 import torch
 import torch.multiprocessing
 from ddp_harness import (
-    FULL_ACCURACY,
     ROOT,
     SPAWN,
     TORCHRUN,
@@ -42,6 +41,7 @@ from ddp_harness import (
     single_process_weights,
 )
 
+from tools.runner import FULL_ACCURACY
 from tools.runner import ddp_environment as environment
 
 TIMEOUT = 5  # --timeout of the jobs that wait for a rank that never answers

@@ -17,7 +17,6 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import torch
 from ddp_harness import (
-    FULL_ACCURACY,
     SCRIPTS,
     SPAWN,
     TORCHRUN,
@@ -32,6 +31,7 @@ from ddp_harness import (
     single_process_weights,
 )
 
+from tools.runner import FULL_ACCURACY
 from tools.runner import ddp_environment as environment
 from tools.sections import ROOT, read_chunks, section_code
 

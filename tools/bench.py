@@ -247,8 +247,8 @@ def label(entry, note="", language="en"):
     return words["measured_by"].format(command=entry["command"], date=entry["date"], machine=about, note=note)
 
 
-def ratio(a, b):
-    return f"{a / b:.1f}×"
+def ratio(value, baseline):
+    return f"{value / baseline:.1f}×"
 
 
 # The English and the Chinese edition each include their own file: measured/NAME.md, measured/NAME.zh.md,
