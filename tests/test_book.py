@@ -197,7 +197,8 @@ def test_an_undeclared_difference_and_a_stale_declaration_are_reported():
     without = [d for d in declared if d.cells != (8,)]
     problems = problems_of(comparisons(without))
     assert len(problems) == 1 and problems[0].startswith("code-part2 code cell 8 is not on the pages"), problems
-    stale = book.Difference("code-part1", (10,), None, ("a2_tensors:shape",), {"en": "", "zh": ""})
+    stale = book.Difference("code-part1", (10,), None, ("a2_tensors:shape",), {"en": "", "zh": ""},
+                            "a2-understanding-tensors.md")
     problems = problems_of(comparisons([*declared, stale]))
     assert len(problems) == 1 and "code-part1 code cell 10 is declared" in problems[0], problems
 

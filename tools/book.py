@@ -31,12 +31,8 @@ class Difference:
     fix: int | None  # or: the repository's fix after printing that the page follows
     sections: tuple[str, ...]  # "module:section", under whose block the note stands
     reasons: dict[str, str]  # language -> reason
+    page: str  # where the note stands: the first page of the notebook that shows a section
 
-    @property
-    def page(self) -> str:
-        """The page that shows the note: the first page of the notebook showing a section."""
-        return next(page for page in pages.NOTEBOOKS[self.notebook]
-                    if set(self.sections) & set(pages.section_keys(page)))
 
     def reason(self, language: str) -> str:
         """The reason in Markdown, with the repository's issue numbers as links."""
@@ -63,13 +59,14 @@ def differences(path: Path = DECLARED) -> tuple[Difference, ...]:
             raise ValueError(f"{where}: notebook must be one of {', '.join(pages.NOTEBOOKS)}")
         if ("cells" in entry) == ("fix" in entry):
             raise ValueError(f"{where}: give either cells (the book's code cells) or fix (an issue number)")
-        shown = {key for page in pages.NOTEBOOKS[entry["notebook"]] for key in pages.section_keys(page)}
-        if not entry.get("sections") or not set(entry["sections"]) <= shown:
+        shown = {page: pages.section_keys(page) for page in pages.NOTEBOOKS[entry["notebook"]]}
+        if not entry.get("sections") or not set(entry["sections"]) <= {key for keys in shown.values() for key in keys}:
             raise ValueError(f"{where}: sections must name sections shown on the pages of {entry['notebook']}")
         if not (entry.get("reason") and entry.get("reason_zh")):
             raise ValueError(f"{where}: give the reason in English (reason) and Chinese (reason_zh)")
         found.append(Difference(entry["notebook"], tuple(entry.get("cells", ())), entry.get("fix"),
-                                tuple(entry["sections"]), {"en": entry["reason"], "zh": entry["reason_zh"]}))
+                                tuple(entry["sections"]), {"en": entry["reason"], "zh": entry["reason_zh"]},
+                                next(page for page, keys in shown.items() if set(entry["sections"]) & set(keys))))
     return tuple(found)
 
 

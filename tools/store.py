@@ -113,8 +113,7 @@ def output_path(key: str, suffix: str) -> Path:
 
 
 def stored_output(key: str) -> str | None:
-    module, section = key.split(":")
-    path = OUTPUTS / module / f"{section}.txt"
+    path = output_path(key, ".txt")
     return path.read_text() if path.exists() else None
 
 
