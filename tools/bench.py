@@ -30,7 +30,7 @@ from pathlib import Path
 
 import yaml
 
-from tools.editions import EDITIONS
+from tools.editions import EDITIONS, ENGLISH
 from tools.sections import ROOT
 
 SECTIONS = ("builds", "pages", "matmul", "ddp", "tests")
@@ -281,24 +281,22 @@ def two_against_one(ddp, key, language="en"):
         for launcher in ("spawn", "torchrun"))
 
 
-README_ROWS = {  # section: [(what, figure)]; README is in English
+# README is in English: each section's rows, (the words' key in tools/editions.py, the figure).
+README_ROWS = {
     "builds": lambda builds: [
-        ("cold `mkdocs build --strict` (new process, empty notebook cache) against a plain Material build "
-         "(no plugins, no hooks, same `docs/`)",
-         f"{builds['cold']:.2f} s against {builds['plain']:.2f} s: {ratio(builds['cold'], builds['plain'])}"),
-        ("repeated `mkdocs build --strict` (notebook cache warm) against the plain build",
-         f"{builds['repeat']:.2f} s: {ratio(builds['repeat'], builds['plain'])}"),
-        ("rebuild as `mkdocs serve` does after an edit, against the plain build in the same process",
-         f"{builds['rebuild']:.2f} s against {builds['plain_rebuild']:.2f} s: "
-         f"{ratio(builds['rebuild'], builds['plain_rebuild'])}")],
-    "pages": lambda pages: [("largest page (HTML)",
+        ("readme_cold", f"{builds['cold']:.2f} s against {builds['plain']:.2f} s: "
+                        f"{ratio(builds['cold'], builds['plain'])}"),
+        ("readme_repeat", f"{builds['repeat']:.2f} s: {ratio(builds['repeat'], builds['plain'])}"),
+        ("readme_rebuild", f"{builds['rebuild']:.2f} s against {builds['plain_rebuild']:.2f} s: "
+                           f"{ratio(builds['rebuild'], builds['plain_rebuild'])}")],
+    "pages": lambda pages: [("readme_largest",
                              f"{pages['largest_kb']:.0f} KB (gzip {pages['largest_gzip_kb']:.0f} KB), "
                              f"`{pages['largest']}`; {pages['over_200_kb']} of {pages['pages']} pages over 200 KB")],
-    "tests": lambda tests: [("`make test`", f"{tests['seconds']:.0f} s, {tests['summary']}"
+    "tests": lambda tests: [("readme_tests", f"{tests['seconds']:.0f} s, {tests['summary']}"
                              + ("" if tests["passed"] else ": FAILED"))],
-    "ddp": lambda ddp: [("DDP, 2 processes against 1 plain process, start-up included", two_against_one(ddp, "wall")),
-                        ("DDP, one step with 2 processes against one plain step", two_against_one(ddp, "step_ms"))],
-    "matmul": lambda matmul: [("Exercise A.4's 100×200 @ 200×300 on the CPU", f"{matmul['cpu_us']:.0f} µs")],
+    "ddp": lambda ddp: [("readme_ddp_wall", two_against_one(ddp, "wall")),
+                        ("readme_ddp_step", two_against_one(ddp, "step_ms"))],
+    "matmul": lambda matmul: [("readme_matmul", f"{matmul['cpu_us']:.0f} µs")],
 }
 
 
@@ -307,7 +305,8 @@ def readme_md(results):
     measured = [section for section in SECTIONS if section in results]
     rows = [row for section in measured for row in README_ROWS[section](results[section])]
     labels = dict.fromkeys(label(results[section]) for section in measured)
-    return ("| What | Figure |\n| --- | --- |\n" + "".join(f"| {what} | {figure} |\n" for what, figure in rows)
+    words = ENGLISH.words
+    return ("| What | Figure |\n| --- | --- |\n" + "".join(f"| {words[what]} | {figure} |\n" for what, figure in rows)
             + "\n" + "\n".join(labels) + "\n")
 
 

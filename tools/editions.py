@@ -105,6 +105,16 @@ ENGLISH = Edition("en", "English", "mkdocs.yml", ROOT / "docs", "", {
     "bench_ddp_note": "; medians of {runs} launches per row",
     "bench_launcher": "{ratio} ({launcher})",
     "bench_and": " and ",
+    # README's table of figures (tools/bench.py); README is in English only.
+    "readme_cold": ("cold `mkdocs build --strict` (new process, empty notebook cache) against a plain Material "
+                    "build (no plugins, no hooks, same `docs/`)"),
+    "readme_repeat": "repeated `mkdocs build --strict` (notebook cache warm) against the plain build",
+    "readme_rebuild": "rebuild as `mkdocs serve` does after an edit, against the plain build in the same process",
+    "readme_largest": "largest page (HTML)",
+    "readme_tests": "`make test`",
+    "readme_ddp_wall": "DDP, 2 processes against 1 plain process, start-up included",
+    "readme_ddp_step": "DDP, one step with 2 processes against one plain step",
+    "readme_matmul": "Exercise A.4's 100×200 @ 200×300 on the CPU",
     # The table of torch versions that check-appendix-a.py passed with (tools/checker.py).
     "checker_page": "Page",
     "checker_same": "the same",

@@ -21,12 +21,11 @@ class Chunk:
 
     name: str | None
     code: str
-    first_line: int  # 1-based line number in the file, for tracebacks
 
 
 def read_chunks(path: Path) -> list[Chunk]:
     """Split a module into chunks in file order; raise ValueError on unbalanced or nested markers."""
-    chunks, current, lines, start = [], None, [], 1
+    chunks, current, lines = [], None, []
     for number, line in enumerate(path.read_text().splitlines(), start=1):
         match = MARKER.match(line)
         if not match:
@@ -36,17 +35,17 @@ def read_chunks(path: Path) -> list[Chunk]:
         if kind == "start":
             if current is not None:
                 raise ValueError(f"{path.name}:{number}: section '{name}' starts inside section '{current}'")
-            chunks.append(Chunk(None, "\n".join(lines), start))
+            chunks.append(Chunk(None, "\n".join(lines)))
             current = name
         else:
             if name != current:
                 raise ValueError(f"{path.name}:{number}: end of '{name}' but the open section is {current!r}")
-            chunks.append(Chunk(name, "\n".join(lines), start))
+            chunks.append(Chunk(name, "\n".join(lines)))
             current = None
-        lines, start = [], number + 1
+        lines = []
     if current is not None:
         raise ValueError(f"{path.name}: section '{current}' is never ended")
-    chunks.append(Chunk(None, "\n".join(lines), start))
+    chunks.append(Chunk(None, "\n".join(lines)))
     names = [c.name for c in chunks if c.name]
     duplicated = {n for n in names if names.count(n) > 1}
     if duplicated:
@@ -62,8 +61,3 @@ def section_code(module: str, name: str) -> str:
         if chunk.name == name:
             return chunk.code.strip("\n")
     raise KeyError(f"snippets/{module}.py has no section '{name}'")
-
-
-def recorded_modules() -> list[Path]:
-    """The chapter and exercise modules, whose printed output is recorded (not the shared library)."""
-    return sorted(SNIPPETS.glob("a[0-9]*_*.py")) + sorted(SNIPPETS.glob("exercise_*.py"))

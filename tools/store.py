@@ -4,7 +4,6 @@ report, and writing all or nothing. The recorder writes here; the MkDocs hooks, 
 checker and gpu_check read from here, without running anything.
 """
 
-import contextlib
 import difflib
 import json
 import os
@@ -162,36 +161,28 @@ def _without_images(text: str) -> str:
     return re.sub(r'("image/svg\+xml": )(?:"(?:[^"\\]|\\.)*"|\[[^\]]*\])', r"\1...", text)
 
 
-@contextlib.contextmanager
-def signals_held():
-    """Hold Ctrl-C and SIGTERM back while files are renamed into place; they arrive afterwards."""
-    held = {signal.SIGINT, signal.SIGTERM}
-    signal.pthread_sigmask(signal.SIG_BLOCK, held)
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, held)
-
-
 def replace_files(files: dict[Path, str], removed=()) -> None:
     """Write every file beside its target, then rename them all into place and delete `removed`,
-    with Ctrl-C held back: the set changes all at once or not at all."""
-    with signals_held():
-        staged = []
-        try:
-            for path, text in files.items():
-                path.parent.mkdir(parents=True, exist_ok=True)
-                temporary = path.with_name(f".{path.name}.recording")
-                temporary.write_text(text)
-                staged.append((temporary, path))
-        except BaseException:
-            for temporary, _ in staged:
-                temporary.unlink(missing_ok=True)
-            raise
+    with Ctrl-C and SIGTERM held back until then: the set changes all at once or not at all."""
+    held = {signal.SIGINT, signal.SIGTERM}
+    signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    staged = []
+    try:
+        for path, text in files.items():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            temporary = path.with_name(f".{path.name}.recording")
+            temporary.write_text(text)
+            staged.append((temporary, path))
         for temporary, path in staged:
             os.replace(temporary, path)
         for path in removed:
             path.unlink()
+    except BaseException:
+        for temporary, _ in staged:
+            temporary.unlink(missing_ok=True)
+        raise
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, held)
 
 
 def write(recording: Recording) -> list[Path]:
