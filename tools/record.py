@@ -42,6 +42,7 @@ from tools.store import (
     RecordingError,
     compare_text,
     kept,
+    output_path,
     patterns_of,
     read_report,
     replace_files,
@@ -118,7 +119,7 @@ def record_gpu() -> Recording:
 
 
 def write_gpu(recording: Recording) -> list[Path]:
-    files = {GPU_OUTPUTS / f"{key.replace(':', '/')}.txt": text for key, text in recording.outputs.items()}
+    files = {output_path(key, ".txt", GPU_OUTPUTS): text for key, text in recording.outputs.items()}
     files[GPU_OUTPUTS / "recorded.json"] = json.dumps(recording.manifest, indent=2, sort_keys=True) + "\n"
     replace_files(files)
     return list(files)

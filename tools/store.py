@@ -106,9 +106,9 @@ class Recording:
         return files
 
 
-def output_path(key: str, suffix: str) -> Path:
+def output_path(key: str, suffix: str, folder: Path = OUTPUTS) -> Path:
     module, section = key.split(":")
-    return OUTPUTS / module / f"{section}{suffix}"
+    return folder / module / f"{section}{suffix}"
 
 
 def stored_output(key: str) -> str | None:

@@ -38,7 +38,7 @@ for name in [name for name in sys.modules if name == "tools" or name.startswith(
 
 from tools import book, checker, editions, pages, plots  # noqa: E402
 from tools.sections import OUTPUTS, ROOT, section_code  # noqa: E402
-from tools.store import GPU_OUTPUTS, MANIFEST, tomllib, varying_patterns  # noqa: E402
+from tools.store import GPU_OUTPUTS, MANIFEST, output_path, tomllib, varying_patterns  # noqa: E402
 
 log = logging.getLogger("mkdocs.hooks")
 # jieba (the search's Chinese word splitter) prints its dictionary's loading times on every build.
@@ -178,19 +178,19 @@ def _with_outputs(markdown: str, page: str, edition) -> str:
             if entry is None or entry["code"] != current[cell.key]:
                 marks += _problem(f"{where}: its code (or code before it on the page) changed since its "
                                   "output was recorded; run `make outputs`.")
-            elif entry["prints"] and not (OUTPUTS / cell.module / f"{cell.section}.txt").exists():
+            elif entry["prints"] and not output_path(cell.key, ".txt").exists():
                 marks += _problem(f"{where}: its recorded output is missing; run `make outputs`.")
-        printed = [cell for cell in fence_cells if (OUTPUTS / cell.module / f"{cell.section}.txt").exists()]
+        printed = [cell for cell in fence_cells if output_path(cell.key, ".txt").exists()]
         after = []  # what goes under the block, before it is indented as the block is
         if printed:
             title = _title(printed, varying, recorded["environment"], edition)
-            after.append(_output_block(title, [OUTPUTS / c.module / f"{c.section}.txt" for c in printed]))
-            gpu = [GPU_OUTPUTS / c.module / f"{c.section}.txt" for c in printed if c.key in varying]
+            after.append(_output_block(title, [output_path(c.key, ".txt") for c in printed]))
+            gpu = [output_path(c.key, ".txt", GPU_OUTPUTS) for c in printed if c.key in varying]
             if gpu := [path for path in gpu if path.exists()]:  # recorded by `make gpu-check` on a CUDA machine
                 environment = json.loads((GPU_OUTPUTS / "recorded.json").read_text())["environment"]
                 after.append(_output_block(f'{edition.words["output_on_gpu"]} · {edition.recorded(environment)}', gpu))
         for cell in fence_cells:  # a plot drawn at record time from what the code computed
-            plot = OUTPUTS / cell.module / f"{cell.section}.plot.json"
+            plot = output_path(cell.key, ".plot.json")
             if (page, cell.key) in plots.PLOTS and plot.exists():
                 alt = json.loads(plot.read_text())["title"]
                 alt = edition.words.get(alt, alt)
