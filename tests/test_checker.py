@@ -3,6 +3,7 @@ repository's pages and outputs, it runs alone (`python -I`, in an empty folder) 
 the same as the site; a planted difference, a failing or hanging page, bad input and Ctrl-C each end it
 with one sentence and leave nothing behind; its report is what the recorder reads back. A GPU is faked."""
 
+import argparse
 import importlib.util
 import inspect
 import json
@@ -28,10 +29,15 @@ def write_checker(folder, site=None):
     return folder / NAME
 
 
-def run_checker(folder, *args, tmp, python=(sys.executable, "-I"), timeout=300):
-    """The checker run alone, as a reader runs it; its temporary files go to `tmp`."""
-    return subprocess.run([*python, NAME, *args], cwd=folder, env={**os.environ, "TMPDIR": str(tmp)},
-                          capture_output=True, text=True, timeout=timeout)
+def run_checker(folder, *args, site=None, python=(sys.executable, "-I"), timeout=300):
+    """The checker (of `site`) run alone in `folder`, as a reader runs it: it leaves nothing in its temporary
+    folder, `folder`/tmp, and no process behind."""
+    write_checker(folder, site)
+    (folder / "tmp").mkdir()
+    result = subprocess.run([*python, NAME, *args], cwd=folder, env={**os.environ, "TMPDIR": str(folder / "tmp")},
+                            capture_output=True, text=True, timeout=timeout)
+    assert left_behind(folder / "tmp") == []
+    return result
 
 
 def left_behind(tmp):
@@ -52,20 +58,12 @@ def planted(**codes):
     return site
 
 
-@pytest.fixture(scope="module")
-def full_run(tmp_path_factory):
-    """Every page checked once, two at a time, with a report: what the tests below share."""
-    folder, tmp = tmp_path_factory.mktemp("checker"), tmp_path_factory.mktemp("checker-tmp")
-    write_checker(folder)
-    return folder, tmp, run_checker(folder, "--jobs", "2", "--report", "report.md", tmp=tmp)
-
-
 def test_the_checker_carries_the_pages_downloads_and_their_recorded_outputs():
     text = checker.generate()
-    site = checker.embedded_site(text)
+    carries = checker.embedded(text)
     recorded = json.loads(store.MANIFEST.read_text())
-    assert list(site["pages"]) == pages.chapter_pages()
-    for page, carried in site["pages"].items():
+    assert list(carries["SITE"]["pages"]) == pages.chapter_pages()
+    for page, carried in carries["SITE"]["pages"].items():
         assert carried["code"] == pages.download_text(page), f"{NAME} runs other code than {page}'s download"
         keys = [cell.key for cell in pages.program(page)]
         assert [cell["key"] for cell in carried["cells"]] == keys
@@ -73,19 +71,21 @@ def test_the_checker_carries_the_pages_downloads_and_their_recorded_outputs():
             stored = store.output_path(cell["key"], ".txt")
             expected = stored.read_text() if recorded["pages"][page][cell["key"]]["prints"] else ""
             assert cell["output"] == expected, f"{NAME} expects another output of {cell['key']} than is recorded"
-    assert site["recorded"] == {**recorded["environment"], "device": ENGLISH.device(recorded["environment"])}
-    assert site["varying"] == {key: {"reason": spec["reason"], "lines": spec["lines"]}
-                               for key, spec in store.varying_patterns().items() if not key.startswith("scripts:")}
+    assert carries["SITE"]["recorded"] == {**recorded["environment"], "device": ENGLISH.device(recorded["environment"])}
+    assert carries["SITE"]["varying"] == {key: {"reason": spec["reason"], "lines": spec["lines"]} for key, spec
+                                          in store.varying_patterns().items() if not key.startswith("scripts:")}
     # The recorder's own runner and comparison, embedded from their source, not written twice.
-    namespace = {}
-    exec(text.split(checker.START)[1].split(checker.END)[0], {"json": json}, namespace)
-    assert namespace["RUNNER"] == checker.PAGE_RUNNER.read_text()
+    assert carries["RUNNER"] == checker.PAGE_RUNNER.read_text()
     for function in (store.compare_text, store._same_shape):
         assert inspect.getsource(function) in text
+    # What the reader reads of it (all but what is embedded) fits 80 characters a line.
+    before, rest = text.split(checker.START)
+    assert max(len(line) for line in (before + rest.split(checker.END)[1]).splitlines()) <= 80
 
 
-def test_this_machine_prints_what_the_site_shows(full_run):
-    folder, tmp, result = full_run
+def test_this_machine_prints_what_the_site_shows_and_the_report_is_read_back(tmp_path):
+    """Every page checked, two at a time, with a report."""
+    result = run_checker(tmp_path, "--jobs", "2", "--report", "report.md")
     assert result.returncode == 0, result.stdout + result.stderr
     lines = result.stdout.splitlines()
     assert lines[-2].startswith(f"All the same: all {len(pages.chapter_pages())} pages print what the site shows")
@@ -94,24 +94,20 @@ def test_this_machine_prints_what_the_site_shows(full_run):
         assert f"({pages.download_name(page)}) ..." in result.stderr
     assert "exercise_solutions:a4_matmul_timing line 1" in result.stdout  # named, with why
     assert "timings differ from run to run" in result.stdout
-    assert sorted(path.name for path in folder.iterdir()) == [NAME, "report.md"]
-    assert left_behind(tmp) == []
-
-
-def test_the_report_has_everything_and_the_recorder_reads_it_back(full_run):
-    folder, _, result = full_run
-    text = (folder / "report.md").read_text()
-    data = store.read_report(folder / "report.md")
+    assert sorted(path.name for path in tmp_path.iterdir()) == [NAME, "report.md", "tmp"]
+    # The report has it all, and the recorder reads it back.
+    text = (tmp_path / "report.md").read_text()
+    data = store.read_report(tmp_path / "report.md")
     assert data["summary"] in text and data["summary"] in result.stdout
     assert list(data["pages"]) == pages.chapter_pages()
     assert {verdict["status"] for verdict in data["pages"].values()} <= {"same", "machine"}
     assert data["machine"]["torch"].startswith(f"{torch.__version__} (")
-    assert "| Gloo | available |" in text and "exercise_solutions:a4_matmul_timing" in text
+    assert "| Gloo | available |" in text and "exercise_solutions:a4_matmul_timing line 1: " in text
     with pytest.raises(store.RecordingError, match="without a CUDA GPU"):
-        record.record_report(folder / "report.md")
-    (folder / "cut.md").write_text(text[:len(text) // 2])
+        record.record_report(tmp_path / "report.md")
+    (tmp_path / "cut.md").write_text(text[:len(text) // 2])
     with pytest.raises(store.RecordingError, match="not a report of check-appendix-a.py"):
-        store.read_report(folder / "cut.md")
+        store.read_report(tmp_path / "cut.md")
 
 
 def test_a_planted_difference_and_a_failing_page_are_reported(tmp_path):
@@ -119,41 +115,46 @@ def test_a_planted_difference_and_a_failing_page_are_reported(tmp_path):
     a3 = next(page for page in site["pages"].values() if page["id"] == "A.3")
     cell = next(cell for cell in a3["cells"] if cell["output"])
     cell["output"] = cell["output"].replace("0", "1", 1)
-    write_checker(tmp_path, site)
-    result = run_checker(tmp_path, "--page", "A.3", "--page", "A.1", "--jobs", "2", tmp=tmp_path)
+    result = run_checker(tmp_path, "--page", "A.3", "--page", "A.1", "--jobs", "2", "--report", "r.md", site=site)
     assert result.returncode == 1, result.stdout + result.stderr
     lines = result.stdout.splitlines()
     assert "FAILED     A.1 What is PyTorch?: block 2 of its code raised ValueError: planted." in lines
     assert f"DIFFERENT  A.3 Seeing models as computation graphs: differs from the site in {cell['key']}" in "\n".join(
         lines)
     assert f"    --- recorded {cell['key']}" in lines and any(line.startswith("    -") for line in lines)
-    assert lines[-1] == "2 of 2 pages did not print what the site shows: A.1, A.3."
-    assert sorted(path.name for path in tmp_path.iterdir()) == [NAME]
+    assert lines[-2] == "2 of 2 pages did not print what the site shows: A.1, A.3."
+    assert sorted(path.name for path in tmp_path.iterdir()) == [NAME, "r.md", "tmp"]
+    # The report has the whole of the diff and what the failing page wrote.
+    report = (tmp_path / "r.md").read_text()
+    diff = store.read_report(tmp_path / "r.md")["pages"]["a3-computation-graphs.md"]["diff"]
+    assert "".join(f"    {line}\n" for line in diff.splitlines()) in report
+    assert '    raise ValueError("planted")' in report
 
 
 def test_a_page_that_hangs_is_stopped_at_its_timeout(tmp_path):
-    write_checker(tmp_path, planted(A1=HANGS))
-    (tmp_path / "tmp").mkdir()
-    result = run_checker(tmp_path, "--page", "a1", "--timeout", "2", tmp=tmp_path / "tmp", timeout=60)
+    result = run_checker(tmp_path, "--page", "a1", "--timeout", "2", site=planted(A1=HANGS), timeout=60)
     assert result.returncode == 1
     assert "FAILED     A.1 What is PyTorch?: still running after 2 s, so it was stopped" in result.stdout
-    assert left_behind(tmp_path / "tmp") == []
 
 
 @pytest.mark.parametrize("args, python, status, message", [
     (["--page", "A.10"], (sys.executable, "-I"), 2, "there is no page 'A.10' to check; choose one of A.1, A.2"),
     (["--report", "no/such/folder/r.md"], (sys.executable, "-I"), 2, "does not exist or cannot be written to"),
+    (["--report", "."], (sys.executable, "-I"), 2, ". is a folder; give a file name, such as ./report.md"),
+    (["--timeout", "0"], (sys.executable, "-I"), 2, "argument --timeout: '0' is not a number above 0."),
+    (["--jobs", "0"], (sys.executable, "-I"), 2, "argument --jobs: '0' is not a whole number above 0."),
     ([], (sys.executable, "-I", "-S"), 1, "this Python has no torch, and the pages need it"),  # -S: no site-packages
-], ids=["unknown page", "report nowhere", "no torch"])
+], ids=["unknown page", "report nowhere", "report a folder", "timeout 0", "jobs 0", "no torch"])
 def test_bad_input_is_one_sentence(args, python, status, message, tmp_path):
-    write_checker(tmp_path)
-    result = run_checker(tmp_path, *args, tmp=tmp_path, python=python, timeout=60)
+    result = run_checker(tmp_path, *args, python=python, timeout=60)
     assert result.returncode == status
     assert result.stdout == "" and len(result.stderr.splitlines()) == 1 and message in result.stderr, result.stderr
+    assert sorted(path.name for path in tmp_path.iterdir()) == [NAME, "tmp"]
 
 
-@pytest.mark.parametrize("signum, status", [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["Ctrl-C", "SIGTERM"])
-def test_ctrl_c_stops_every_page_run_with_one_line(signum, status, tmp_path):
+@pytest.mark.parametrize("signum, status", [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)],
+                         ids=["Ctrl-C", "SIGTERM", "terminal closed"])
+def test_a_stop_ends_every_page_run_with_one_line(signum, status, tmp_path):
     write_checker(tmp_path, planted(A1=HANGS, A2=HANGS))
     (tmp_path / "tmp").mkdir()
     # In its own process group, as a terminal runs it: Ctrl-C reaches the whole group.
@@ -197,8 +198,8 @@ def program(tmp_path, monkeypatch):
     spec.loader.exec_module(module)
     calls = []
 
-    def run_page(name, timeout, on_device, parent_has_mps=False):
-        calls.append((name, on_device, parent_has_mps))
+    def run_page(name, timeout, on_device, hide_mps=False):
+        calls.append((name, on_device, hide_mps))
         cells = module.SITE["pages"][name]["cells"]
         outputs = [ON_GPU.get(c["key"], c["output"]) if on_device else c["output"] for c in cells]
         environment = {"torch": "2.13.0+cu128", "python": "3.11.7", "machine": "Linux x86_64", "cores": 8,
@@ -227,7 +228,8 @@ def test_on_a_cuda_gpu_the_device_code_runs_there_and_its_report_is_recorded(pro
     assert "The pages with device code, on cuda (NVIDIA H200):" in stdout
     assert "  a9_gpu_training:pick_device on cuda:\n    cuda\n" in stdout
     assert "  exercise_solutions:a4_matmul_timing on cuda:\n" in stdout
-    assert "## On cuda: NVIDIA H200" in report.read_text()
+    text = report.read_text()
+    assert "## On cuda: NVIDIA H200" in text and "  a9_gpu_training:pick_device on cuda:\n    cuda\n" in text
     recording = record.record_report(report)
     # What make gpu-check records: the machine-dependent outputs of the pages with device code.
     varying = store.varying_patterns()
@@ -241,16 +243,9 @@ def test_on_a_cuda_gpu_the_device_code_runs_there_and_its_report_is_recorded(pro
     assert (tmp_path / "gpu" / "a9_gpu_training" / "pick_device.txt").read_text() == "cuda\n"
     assert json.loads((tmp_path / "gpu" / "recorded.json").read_text()) == recording.manifest
     assert len(written) == len(recording.outputs) + 1
-
-
-def test_a_stale_or_odd_gpu_report_is_refused(program, monkeypatch, tmp_path):
-    fake_machine(monkeypatch, program, "cuda", "NVIDIA H200")
-    report = tmp_path / "report.md"
-    program.main(["--report", str(report)])
-    text = report.read_text()
-    a9 = json.loads(text.split(store.REPORT_DATA)[1].split("\n", 1)[1].rsplit("-->", 1)[0])
-    fingerprint = a9["device"]["pages"]["a9-gpu-training.md"]["cells"][-1]["fingerprint"]
-    report.write_text(text.replace(f'"fingerprint": "{fingerprint}"', '"fingerprint": "0000"', 1))
+    # A stale or odd report is refused.
+    a9 = store.read_report(report)["device"]["pages"]["a9-gpu-training.md"]
+    report.write_text(text.replace(f'"fingerprint": "{a9["cells"][-1]["fingerprint"]}"', '"fingerprint": "0000"', 1))
     with pytest.raises(store.RecordingError, match="ran an older version of docs/a9-gpu-training.md"):
         record.record_report(report)
     report.write_text(text.replace('"output": "cuda\\n"', '"output": "tpu\\n"'))
@@ -266,11 +261,11 @@ def test_on_apple_silicon_the_cpu_runs_hide_mps_and_the_device_runs_use_it(progr
     assert "The pages with device code, on mps (Apple silicon GPU):" in capsys.readouterr().out
     with pytest.raises(store.RecordingError, match="without a CUDA GPU"):
         record.record_report(report)
-
-
-def test_a_page_is_named_by_its_id_or_its_script(program):
-    assert program.select_pages(["a.7", "exercises.py"]) == ["a7-typical-training-loop.md", "exercises.md"]
-    assert program.select_pages(["A.7", "A.10"]) is None
+    # A page is named by its id or its script.
+    assert [program.page_name(text) for text in ("a.7", "A7", "exercises.py", "a9-gpu-training")] == [
+        "a7-typical-training-loop.md", "a7-typical-training-loop.md", "exercises.md", "a9-gpu-training.md"]
+    with pytest.raises(argparse.ArgumentTypeError, match="there is no page 'A.10' to check"):
+        program.page_name("A.10")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -32,7 +32,7 @@ from tools.sections import ROOT
 NAME = "check-appendix-a.py"
 TEMPLATE = ROOT / "tools" / "checker_template.py"
 PAGE_RUNNER = ROOT / "tools" / "page_runner.py"
-START = "# ---- embedded from the repository by tools/checker.py when the site is built ----\n"
+START = "# ---- embedded by tools/checker.py when the site is built ----\n"
 END = "# ---- end of what is embedded ----\n"
 VERSIONS = ROOT / "measured" / "checker.json"
 
@@ -57,46 +57,37 @@ def site_data() -> dict:
     return site
 
 
-def _raw(text: str) -> str:
-    """`text` as a raw triple-quoted literal where it can be one (readable), else its repr."""
-    if "'''" in text or text.endswith("\\"):
-        return repr(text)
-    return f"r'''{text}'''"
-
-
 def generate(site: dict | None = None) -> str:
     """check-appendix-a.py: the template with `site` (default: the repository's) embedded."""
-    site = site_data() if site is None else site
-    template = TEMPLATE.read_text()
-    before, rest = template.split(START)
-    after = rest.split(END)[1]
+    def literal(text: str) -> str:  # a raw triple-quoted literal where it can be one (readable)
+        return repr(text) if "'''" in text or text.endswith("\\") else f"r'''{text}'''"
+
+    before, rest = TEMPLATE.read_text().split(START)
     shared = "\n\n".join(inspect.getsource(function) for function in (store.compare_text, store._same_shape))
-    embedded = (f"{START}# The pages, their code and what the site shows under each block:\n"
-                f"SITE = json.loads({_raw(json.dumps(site, indent=1, ensure_ascii=False))})\n"
-                f"# tools/page_runner.py: runs a download cell by cell, stdout per cell\n"
-                f"RUNNER = {_raw(PAGE_RUNNER.read_text())}\n\n\n"
-                f"# tools/store.py's comparison, by shape where the machine decides\n{shared}{END}")
-    return before + embedded + after
+    site_json = json.dumps(site_data() if site is None else site, indent=1, ensure_ascii=False)
+    return (f"{before}{START}# The pages, their code and what the site shows under each block:\n"
+            f"SITE = json.loads({literal(site_json)})\n"
+            f"# tools/page_runner.py: runs a download cell by cell, stdout per cell\n"
+            f"RUNNER = {literal(PAGE_RUNNER.read_text())}\n\n\n"
+            f"# tools/store.py's comparison, by shape where the machine decides\n{shared}{END}"
+            + rest.split(END)[1])
 
 
-def embedded_site(text: str) -> dict:
-    """The SITE that a generated checker carries (what the tests compare with the repository)."""
+def embedded(text: str) -> dict:
+    """What a generated checker carries, by name (SITE, RUNNER, compare_text...): what the tests check."""
     namespace = {}
-    exec(text.split(START)[1].split("RUNNER = ")[0], {"json": json}, namespace)
-    return namespace["SITE"]
+    exec(text.split(START)[1].split(END)[0], {"json": json}, namespace)
+    return namespace
 
 
 # ---------------------------------------------------------------------------------------------
 # The torch versions the check has passed with here
 
-def _version_key(version: str) -> tuple:
-    return tuple(int(part) for part in version.split("+")[0].split(".") if part.isdigit())
-
-
 def versions_md(results: dict, language: str = "en") -> str:
     """The table of pages against torch versions, from measured/checker.json."""
     words = EDITIONS[language].words
-    versions = sorted(results, key=_version_key)
+    versions = sorted(results, key=lambda version: tuple(
+        int(part) for part in version.split("+")[0].split(".") if part.isdigit()))
     ids = {page: entry["id"] for version in versions for page, entry in results[version]["pages"].items()}
     rows = [f"| {words['checker_page']} | " + " | ".join(f"torch {v}" for v in versions) + " |",
             "| --- |" + " --- |" * len(versions)]
@@ -110,14 +101,12 @@ def versions_md(results: dict, language: str = "en") -> str:
                     + " | ".join(cells) + " |")
     passed = [v for v in versions if all(p["status"] in ("same", "machine") for p in results[v]["pages"].values())]
     lead = words["checker_all"].format(versions=words["bench_and"].join(passed)) + "\n\n" if passed == versions else ""
-    labels = "\n\n".join(_label(results[version], words) for version in versions)
-    return f"{lead}" + "\n".join(rows) + f"\n\n{labels}\n"
-
-
-def _label(entry: dict, words: dict) -> str:
-    machine = entry["machine"]
-    about = words["checked_on"].format(**{**machine, "gpu": machine["gpu"] or words["no_gpu"]})
-    return words["checked_by"].format(**{**entry, "machine": about})
+    labels = []
+    for version in versions:
+        machine = results[version]["machine"]
+        about = words["checked_on"].format(**{**machine, "gpu": machine["gpu"] or words["no_gpu"]})
+        labels.append(words["checked_by"].format(**{**results[version], "machine": about}))
+    return lead + "\n".join(rows) + "\n\n" + "\n\n".join(labels) + "\n"
 
 
 def run_checker(python: str, jobs: int) -> dict:
@@ -151,13 +140,9 @@ def record_versions(pythons: list[str], jobs: int = 2) -> dict:
                              **{k: v[k] for k in ("key", "error") if k in v}, "seconds": v.get("seconds")}
                       for page, v in data["pages"].items()}}
     VERSIONS.write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n")
-    render(results)
-    return results
-
-
-def render(results: dict, out: Path = ROOT / "measured") -> None:
     for language, suffix in [("en", ".md"), ("zh", ".zh.md")]:
-        (out / f"checker{suffix}").write_text(versions_md(results, language))
+        (ROOT / "measured" / f"checker{suffix}").write_text(versions_md(results, language))
+    return results
 
 
 def main(argv: list[str]) -> int:

@@ -33,36 +33,32 @@ import time
 
 NAME = "check-appendix-a.py"
 
-# ---- embedded from the repository by tools/checker.py when the site is built ----
-SITE = {"pages": {}, "varying": {}, "recorded": {}, "device_pages": [], "version": ""}
-RUNNER = ""  # tools/page_runner.py: runs a download cell by cell, stdout per cell
+# ---- embedded by tools/checker.py when the site is built ----
+SITE = {}  # the pages, their code and what the site shows under each block
+RUNNER = ""  # tools/page_runner.py: runs a download, stdout per cell
 
 
-def compare_text(recorded, fresh, patterns, label):  # tools/store.py's compare_text
+def compare_text(recorded, fresh, patterns, label):  # tools/store.py's
     raise NotImplementedError("tools/checker.py embeds the real one")
 # ---- end of what is embedded ----
 
 
-DIFF_LINES = 16  # of the first difference, on the screen (the report has it all)
+DIFF_LINES = 16  # of the first difference on the screen (the report: all)
 GPU_NOTE = ("expected on a GPU: its kernels sum in another order, so seeded "
             "numbers may differ in the last digits")
-# In the child, before the runner: end with the checker, however it ends.
-END_WITH_CHECKER = """import sys
-if sys.platform == "linux":
-    import ctypes, os, signal
-    ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    if os.getppid() != {parent}:
-        os._exit(1)
-"""
 # In a CPU run on Apple silicon: the pages then pick the CPU, as on the site.
 HIDE_MPS = "import torch\ntorch.backends.mps.is_available = lambda: False\n"
+# Each page run is a process group of its own, ended whole at its timeout, and
+# all of them on Ctrl-C, SIGTERM or a closed terminal (see interrupted).
+OWN_GROUP = ({"start_new_session": True} if os.name == "posix" else
+             {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP})
+STOP_SIGNALS = [signal.SIGINT, signal.SIGTERM] + (
+    [signal.SIGHUP] if hasattr(signal, "SIGHUP") else [])  # not on Windows
+running, lock, stopping = set(), threading.Lock(), threading.Event()
 
 
 class Stop(Exception):
-    """Ctrl-C or SIGTERM: stop every page run, leave nothing behind."""
-
-
-running, lock, stopping = set(), threading.Lock(), threading.Event()
+    """A stop signal, its number the argument: every page run has ended."""
 
 
 def say(message, status):
@@ -73,76 +69,95 @@ def say(message, status):
 # ---- the pages ---------------------------------------------------------------
 
 def page_ids():
-    return [page["id"] for page in SITE["pages"].values()]
+    return ", ".join(page["id"] for page in SITE["pages"].values())
 
 
-def select_pages(wanted):
-    """The pages named (an id such as A.7, or a page's script name), in order;
-    None if one is unknown."""
-    if not wanted:
-        return list(SITE["pages"])
-    names = {}
+def page_name(text):
+    """--page: a page's id (A.7, a7) or its script's name, as the page."""
     for name, page in SITE["pages"].items():
-        for alias in (page["id"], page["id"].replace(".", ""), page["script"],
-                      page["script"][:-3], name):
-            names[alias.lower()] = name
-    chosen = [names.get(w.lower()) for w in wanted]
-    if None in chosen:
-        return None
-    return [name for name in SITE["pages"] if name in chosen]
+        aliases = (page["id"], page["id"].replace(".", ""), page["script"],
+                   page["script"][:-3], name)
+        if text.lower() in (alias.lower() for alias in aliases):
+            return name
+    raise argparse.ArgumentTypeError(
+        f"there is no page {text!r} to check; choose one of {page_ids()}")
 
 
-def run_page(name, timeout, on_device, parent_has_mps=False):
+def run_page(name, timeout, on_device, hide_mps=False):
     """Run a page's download alone; {"status": "ran", "outputs": [...],
     "environment": {...}} or {"status": "raised"/"timeout", "error": ...}."""
-    page = SITE["pages"][name]
-    start = time.perf_counter()
-    env = dict(os.environ)
-    code = END_WITH_CHECKER.format(parent=os.getpid())
-    if not on_device:
-        env["CUDA_VISIBLE_DEVICES"] = env["HIP_VISIBLE_DEVICES"] = ""  # the CPU
-        code += HIDE_MPS if parent_has_mps else ""
-    code += RUNNER
-    if os.name == "posix":
-        group = {"start_new_session": True}
-    else:
-        group = {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP}
+    page, start = SITE["pages"][name], time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="check-appendix-a-") as folder:
         script = os.path.join(folder, page["script"])
+        result = os.path.join(folder, "result.json")
         with open(script, "w", encoding="utf-8") as file:
             file.write(page["code"])
-        result = os.path.join(folder, "result.json")
-        for variable in ("TMPDIR", "TEMP", "TMP"):  # torch's caches go too
-            env[variable] = folder
-        with lock:
+        # torch's caches go to the folder too
+        env = {**os.environ, "TMPDIR": folder, "TEMP": folder, "TMP": folder}
+        if not on_device:  # the CPU
+            env["CUDA_VISIBLE_DEVICES"] = env["HIP_VISIBLE_DEVICES"] = ""
+        code = HIDE_MPS + RUNNER if hide_mps else RUNNER
+        with lock:  # no new run once the checker is stopping
             if stopping.is_set():
                 raise Stop
             child = subprocess.Popen(
                 [sys.executable, "-I", "-c", code, script, result, "{}"],
                 cwd=folder, env=env, stdout=subprocess.DEVNULL,
-                stderr=subprocess.PIPE, text=True, errors="replace", **group)
+                stderr=subprocess.PIPE, text=True, errors="replace",
+                **OWN_GROUP)
             running.add(child)
         try:
             _, stderr = child.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
-            end(child)
             return {"status": "timeout", "seconds": timeout,
                     "error": f"still running after {timeout:g} s, so it was "
                              "stopped (a slow machine: raise --timeout)"}
-        finally:
-            end(child)
+        finally:  # what the page started, if it still runs, goes too
+            end_group(child)
+            child.wait()
             with lock:
                 running.discard(child)
-        if stopping.is_set():
-            raise Stop
         seconds = round(time.perf_counter() - start, 2)
         if child.returncode != 0 or not os.path.exists(result):
             return {"status": "raised", "seconds": seconds,
                     "error": failure(child.returncode, stderr),
                     "stderr": stderr.strip()}
         with open(result, encoding="utf-8") as file:
-            run = json.load(file)
-    return {"status": "ran", "seconds": seconds, **run}
+            return {"status": "ran", "seconds": seconds, **json.load(file)}
+
+
+def end_group(child):
+    try:
+        if os.name == "posix":
+            os.killpg(child.pid, signal.SIGKILL)
+        else:
+            child.kill()
+    except OSError:  # it has ended already
+        pass
+
+
+def interrupted(signum, frame):
+    """Ctrl-C, SIGTERM, a closed terminal: end every page run, then Stop."""
+    for each in STOP_SIGNALS:  # one stop is enough
+        signal.signal(each, signal.SIG_IGN)
+    with lock:
+        stopping.set()
+        for child in running:
+            end_group(child)
+    raise Stop(signum)
+
+
+def run_all(names, work, jobs):
+    """{name: work(name)} for the pages, `jobs` at a time; waiting in short
+    steps, so that a signal is handled at once (on Windows too)."""
+    pool = concurrent.futures.ThreadPoolExecutor(jobs)
+    futures = {name: pool.submit(work, name) for name in names}
+    try:
+        while concurrent.futures.wait(futures.values(), 0.2).not_done:
+            pass
+        return {name: future.result() for name, future in futures.items()}
+    finally:  # after a stop: the runs not started never start
+        pool.shutdown(cancel_futures=True)
 
 
 def failure(status, stderr):
@@ -155,19 +170,6 @@ def failure(status, stderr):
         return f"its Python was ended by signal {-status}"
     last = lines[-1].strip() if lines else "nothing on standard error"
     return f"its Python exited with status {status}: {last}"
-
-
-def end(child):
-    """Stop a page's process and everything it started."""
-    if child.poll() is None:
-        try:
-            if os.name == "posix":
-                os.killpg(child.pid, signal.SIGKILL)
-            else:
-                child.kill()
-        except OSError:
-            pass
-    child.wait()
 
 
 def compare_page(name, run):
@@ -190,28 +192,6 @@ def compare_page(name, run):
              "why": spec.get("reason", "")}
             for number, (site, here) in enumerate(pairs, 1) if site != here]
     return verdict
-
-
-def in_turn(names, work, jobs):
-    """work(name) for every page, `jobs` at a time; yields (name, result) in
-    page order. Ctrl-C or SIGTERM stops every run and raises Stop."""
-    pool = concurrent.futures.ThreadPoolExecutor(max_workers=jobs)
-    futures = [pool.submit(work, name) for name in names]
-    try:
-        for name, future in zip(names, futures):
-            while not concurrent.futures.wait([future], timeout=0.2).done:
-                pass
-            yield name, future.result()
-    except BaseException:
-        for signum in (signal.SIGINT, signal.SIGTERM):  # one stop is enough
-            signal.signal(signum, signal.SIG_IGN)
-        stopping.set()
-        with lock:
-            for child in running:
-                end(child)
-        pool.shutdown(wait=True, cancel_futures=True)
-        raise
-    pool.shutdown(wait=True)
 
 
 # ---- the machine -------------------------------------------------------------
@@ -280,56 +260,80 @@ def describe_distributed(torch, cuda):
     return found
 
 
-# ---- what it prints -----------------------------------------------------------
+# ---- what it prints ----------------------------------------------------------
 
 def result_text(verdict):
     """What a page's run shows, in a few words."""
+    count = len(verdict.get("lines", []))
+    depend = f"{count} line{'s' * (count != 1)} that depend{'s' * (count == 1)}"
+    return {"same": "the same as the site",
+            "machine": f"the same as the site, except {depend} on the machine",
+            "different": f"differs from the site in {verdict.get('key')}",
+            }.get(verdict["status"], verdict.get("error"))
+
+
+def recorded_with():
+    site = SITE["recorded"]
+    return (f"torch {site.get('torch')}, Python {site.get('python')}, "
+            f"{site.get('machine')}, {site.get('device')}")
+
+
+def page_lines(name, verdict, whole=False):
+    """A page's line and, under it, the first machine-dependent line of each
+    block and the start of the first difference; whole (for the report):
+    every such line, the whole diff and what a failed run wrote."""
+    marks = {"same": "same", "machine": "machine", "different": "DIFFERENT"}
     status = verdict["status"]
-    if status == "same":
-        return "the same as the site"
-    if status == "machine":
-        count = len(verdict["lines"])
-        lines = "1 line that depends" if count == 1 else \
-            f"{count} lines that depend"
-        return f"the same as the site, except {lines} on the machine"
-    if status == "different":
-        return f"differs from the site in {verdict['key']}"
-    return verdict["error"]
-
-
-def verdict_line(page, verdict):
-    mark = {"same": "same", "machine": "machine", "different": "DIFFERENT"}
-    status = verdict["status"]
-    seconds = f" ({verdict['seconds']:.1f} s)" if status in mark else "."
-    return (f"{mark.get(status, 'FAILED'):10} {page['title']}: "
-            f"{result_text(verdict)}{seconds}")
-
-
-def detail_lines(verdict):
-    """Under a page's line: the machine-dependent lines, one per block, and
-    the start of the first difference."""
-    shown, out = set(), []
-    for line in verdict.get("lines", []):
-        if line["key"] in shown:
-            continue
-        shown.add(line["key"])
-        more = sum(other["key"] == line["key"] for other in verdict["lines"])
-        others = f" (and {more - 1} more)" if more > 1 else ""
+    seconds = f" ({verdict['seconds']:.1f} s)" if status in marks else "."
+    out = [f"{marks.get(status, 'FAILED'):10} {SITE['pages'][name]['title']}: "
+           f"{result_text(verdict)}{seconds}"]
+    lines, width = verdict.get("lines", []), None if whole else 30
+    keys = [line["key"] for line in lines]
+    if not whole:  # the first line of each block, and how many more
+        lines = [lines[keys.index(key)] for key in dict.fromkeys(keys)]
+    for line in lines:
+        more = 0 if whole else keys.count(line["key"]) - 1
+        others = f" (and {more} more)" if more else ""
         out.append(f"    {line['key']} line {line['line']}{others}: "
-                   f"{short(line['here'], line['site'])} here, "
-                   f"{short(line['site'], line['here'])} on "
+                   f"{short(line['here'], line['site'], width)} here, "
+                   f"{short(line['site'], line['here'], width)} on "
                    f"the site: {line['why']}")
-    if verdict["status"] == "different":
-        diff = verdict["diff"].splitlines()
-        out += [f"    {line}" for line in diff[:DIFF_LINES]]
-        if len(diff) > DIFF_LINES:
-            out.append(f"    ... {len(diff) - DIFF_LINES} more lines "
-                       "(--report FILE writes them all)")
+    diff = verdict.get("diff", "").splitlines()
+    shown = len(diff) if whole else DIFF_LINES
+    out += [f"    {line}" for line in diff[:shown]]
+    if len(diff) > shown:
+        out.append(f"    ... {len(diff) - shown} more lines "
+                   "(--report FILE writes them all)")
+    if whole:
+        stderr = verdict.get("stderr", "").splitlines()
+        out += [f"    {line}" for line in stderr]
     return out
 
 
-def short(text, other, width=30):
+def device_lines(name, run, device, cpu_run=None):
+    """A page's line on the GPU, then what its blocks printed there that
+    differs from cpu_run; for the report (no cpu_run), all they printed."""
+    title, whole = SITE["pages"][name]["title"], cpu_run is None
+    if run["status"] != "ran":
+        stderr = run.get("stderr", "") if whole else ""
+        return [f"FAILED     {title} on {device}: {run['error']}.",
+                *(f"    {line}" for line in stderr.splitlines())]
+    out = [f"on {device:6} {title}: {run['verdict']}"]
+    if whole:  # every block that printed something
+        on_cpu = [""] * len(run["cells"])
+    else:  # the blocks whose output the GPU changed
+        on_cpu = cpu_run.get("outputs") or [None] * len(run["cells"])
+    for cell, here in zip(run["cells"], on_cpu):
+        if cell["output"] != here:
+            out.append(f"  {cell['key']} on {device}:")
+            out += [f"    {line}" for line in cell["output"].splitlines()]
+    return out
+
+
+def short(text, other, width):
     """`text` in at most `width` characters, from near where it differs."""
+    if width is None:
+        return repr(text)
     text, other = text.strip(), other.strip()
     same = len(os.path.commonprefix([text, other]))
     start = max(0, min(same - 8, len(text) - width))
@@ -339,110 +343,56 @@ def short(text, other, width=30):
 
 def summary_line(verdicts):
     total = len(verdicts)
-    bad = [v for v in verdicts.values()
-           if v["status"] not in ("same", "machine")]
+    bad = [name for name, verdict in verdicts.items()
+           if verdict["status"] not in ("same", "machine")]
     if not bad:
         machine = sum(v["status"] == "machine" for v in verdicts.values())
         pages = "the page prints" if total == 1 else f"all {total} pages print"
         but = (f" ({machine} with lines that depend on the machine)"
                if machine else "")
         return f"All the same: {pages} what the site shows{but}."
-    names = ", ".join(SITE["pages"][n]["id"] for n, v in verdicts.items()
-                      if v in bad)
+    names = ", ".join(SITE["pages"][name]["id"] for name in bad)
     return (f"{len(bad)} of {total} page{'s' * (total > 1)} did not print "
             f"what the site shows: {names}.")
 
 
-def device_outputs(name, cpu_run, device_run):
-    """The blocks whose output the GPU changed: (key, text)."""
-    page = SITE["pages"][name]
-    cpu = cpu_run.get("outputs") or [None] * len(page["cells"])
-    return [(cell["key"], text) for cell, text, here
-            in zip(page["cells"], device_run["outputs"], cpu) if text != here]
+# ---- the report --------------------------------------------------------------
 
-
-# ---- the report ---------------------------------------------------------------
-
-def fenced(text, language=""):
+def fenced(lines):
+    text = "\n".join(lines)
     ticks = "`" * max([3, *(len(run) + 1 for run in re.findall("`+", text))])
-    return f"{ticks}{language}\n{text.rstrip()}\n{ticks}\n"
+    return f"{ticks}text\n{text}\n{ticks}\n"
 
 
 def table_cell(text):
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def table_code(text):
-    """A line of output in a table: as code, where it can be."""
-    if "`" in text or not text.strip():
-        return table_cell(text)
-    return f"`{table_cell(text)}`"
-
-
 def report_text(data):
-    """The report in Markdown; its data at the end, for tools/record.py."""
-    site = SITE["recorded"]
-    out = [f"# {NAME} report\n",
-           f"**{data['summary']}**\n",
+    """The report in Markdown: the machine, then what the screen shows, whole;
+    its data at the end, for tools/record.py."""
+    out = [f"# {NAME} report\n", f"**{data['summary']}**\n",
            f"Made on {data['date']} in {data['seconds']:.0f} s by "
-           f"`{data['command']}` (checker "
-           f"{data['checker']}); the site's outputs were recorded with torch "
-           f"{site.get('torch')}, Python {site.get('python')}, "
-           f"{site.get('machine')}, {site.get('device')}.\n",
-           "## The machine\n", "| | |", "| --- | --- |"]
-    out += [f"| {k} | {table_cell(v)} |" for k, v in data["machine"].items()]
-    out += ["", "## The pages\n", "| Page | Result | Seconds |",
-            "| --- | --- | --- |"]
-    for name, verdict in data["pages"].items():
-        out.append(f"| {table_cell(SITE['pages'][name]['title'])} | "
-                   f"{table_cell(result_text(verdict))} | "
-                   f"{verdict.get('seconds', '')} |")
-    out.append("")
-    for name, verdict in data["pages"].items():
-        out += report_details(SITE["pages"][name]["title"], verdict)
-    if data["device"]:
-        out += report_device(data["device"])
+           f"`{data['command']}` (checker {data['checker']}); the site's "
+           f"outputs were recorded with {recorded_with()}.\n",
+           "## The machine\n", "| | |", "| --- | --- |",
+           *(f"| {label} | {table_cell(text)} |"
+             for label, text in data["machine"].items()), "",
+           "## The pages\n",
+           fenced(line for name, verdict in data["pages"].items()
+                  for line in page_lines(name, verdict, whole=True))]
+    if device := data["device"]:
+        out += [f"## On {device['device']}: {device['gpu']}\n",
+                f"The pages with device code ran again on {device['device']}; "
+                "what each block printed there is below, and in the data at "
+                "the end, for the site's GPU recordings.\n",
+                fenced(line for name, run in device["pages"].items()
+                       for line in device_lines(name, run, device["device"]))]
     payload = json.dumps(data, indent=1, ensure_ascii=False)
     out += ["<!-- check-appendix-a report data: python -m tools.record "
             "--report FILE reads it",
             payload.replace(">", "\\u003e"), "-->", ""]
     return "\n".join(out)
-
-
-def report_details(title, verdict):
-    out = []
-    if verdict.get("lines"):
-        out += [f"### {title}: lines that depend on the machine\n",
-                "| Block | Line | Here | On the site | Why |",
-                "| --- | --- | --- | --- | --- |"]
-        out += [f"| {line['key']} | {line['line']} | "
-                f"{table_code(line['here'])} | {table_code(line['site'])} | "
-                f"{table_cell(line['why'])} |" for line in verdict["lines"]]
-        out.append("")
-    if verdict["status"] == "different":
-        out += [f"### {title}: differs in {verdict['key']}\n",
-                fenced(verdict["diff"], "diff")]
-    if verdict["status"] in ("raised", "timeout"):
-        out += [f"### {title}: {verdict['error']}\n",
-                fenced(verdict.get("stderr") or verdict["error"], "text")]
-    return out
-
-
-def report_device(device):
-    out = [f"## On {device['device']}: {device['gpu']}\n",
-           f"The pages with device code ran again on {device['device']}; "
-           "what each block printed there is kept below, and in the data "
-           "at the end, for the site's GPU recordings.\n"]
-    for name, run in device["pages"].items():
-        page = SITE["pages"][name]
-        out.append(f"### {page['title']}: {run['verdict']}\n")
-        if run["status"] != "ran":
-            out += [fenced(run.get("stderr") or run["error"], "text")]
-            continue
-        for cell in run["cells"]:
-            if cell["output"]:
-                out += [f"`{cell['key']}`\n", fenced(cell["output"], "text")]
-    return out
 
 
 def write_report(path, text):
@@ -459,31 +409,49 @@ def write_report(path, text):
         raise
 
 
-def report_problem(path):
-    """A sentence if `path` cannot take the report, else None."""
-    if os.path.isdir(path):
-        return f"--report {path} is a folder; give a file name, such as " \
-               f"{os.path.join(path, 'report.md')}"
+# ---- the run -----------------------------------------------------------------
+
+def report_path(path):
+    """--report: a file in a folder that can be written to."""
     folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise argparse.ArgumentTypeError(
+            f"{path} is a folder; give a file name, such as "
+            f"{os.path.join(path, 'report.md')}")
     if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
-        return f"--report {path}: the folder {folder} does not exist or " \
-               "cannot be written to; choose another path"
-    return None
+        raise argparse.ArgumentTypeError(
+            f"the folder {folder} does not exist or cannot be written to; "
+            "choose another path")
+    return path
 
 
-# ---- the run ------------------------------------------------------------------
+def above_zero(kind):
+    """--timeout, --jobs: a number (kind: float or int) above 0."""
+    def parse(text):
+        try:
+            number = kind(text)
+        except ValueError:
+            number = 0
+        if number > 0:
+            return number
+        whole = "a whole number" if kind is int else "a number"
+        raise argparse.ArgumentTypeError(f"{text!r} is not {whole} above 0")
+    return parse
+
 
 def parse_args(argv):
     parser = argparse.ArgumentParser(
         prog=f"python {NAME}", description=__doc__.splitlines()[0])
-    parser.add_argument("--page", action="append", metavar="PAGE",
-                        help="check only this page: " + ", ".join(page_ids())
-                        + " (may be given more than once)")
-    parser.add_argument("--report", metavar="FILE",
+    parser.error = lambda message: sys.exit(say(f"{message}.", 2))
+    parser.add_argument("--page", action="append", type=page_name,
+                        metavar="PAGE", help=f"check only this page: "
+                        f"{page_ids()} (may be given more than once)")
+    parser.add_argument("--report", type=report_path, metavar="FILE",
                         help="also write everything to this Markdown file")
-    parser.add_argument("--timeout", type=float, default=300, metavar="S",
+    parser.add_argument("--timeout", type=above_zero(float), default=300,
+                        metavar="S",
                         help="stop a page that runs longer (default: 300 s)")
-    parser.add_argument("--jobs", type=int, metavar="N",
+    parser.add_argument("--jobs", type=above_zero(int), metavar="N",
                         default=max(1, min(4, (os.cpu_count() or 2) // 2)),
                         help="pages run at the same time on the CPU "
                              "(default: half the cores, at most 4)")
@@ -492,18 +460,8 @@ def parse_args(argv):
 
 def main(argv=None):
     args = parse_args(argv)
-    names = select_pages(args.page)
-    if names is None:
-        unknown = next(w for w in args.page if not select_pages([w]))
-        return say(f"there is no page {unknown!r} to check; choose one of "
-                   f"{', '.join(page_ids())}.", 2)
-    if args.timeout <= 0 or args.jobs < 1:
-        return say("--timeout must be above 0 seconds and --jobs at least 1.",
-                   2)
-    if args.report and (problem := report_problem(args.report)):
-        return say(f"{problem}.", 2)
-    signal.signal(signal.SIGTERM, interrupted)
-    signal.signal(signal.SIGINT, interrupted)
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, interrupted)
     try:
         try:
             import torch
@@ -516,44 +474,34 @@ def main(argv=None):
         print(f"{NAME}: does this machine print what the site shows?")
         for label, text in machine.items():
             print(f"  {label:7} {text}")
-        site = SITE["recorded"]
-        print(f"  The site: torch {site.get('torch')}, Python "
-              f"{site.get('python')}, {site.get('machine')}, "
-              f"{site.get('device')}.\n", flush=True)
-        data = check(names, args, machine, device, gpu)
+        print(f"  The site: {recorded_with()}.\n", flush=True)
+        data = check(args, machine, device, gpu)
         if args.report:
             write_report(args.report, report_text(data))
             print(f"The report is in {args.report}.")
     except Stop as stop:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # the line, then out
         print(f"\n{NAME}: interrupted; every page run has stopped and "
               "nothing was written.", file=sys.stderr)
-        return 143 if stop.args == ("SIGTERM",) else 130
+        return 128 + stop.args[0]
     return 0 if data["summary"].startswith("All the same") else 1
 
 
-def interrupted(signum, frame):
-    raise Stop(signal.Signals(signum).name)
-
-
-def check(names, args, machine, device, gpu):
-    total, verdicts, start = len(names), {}, time.perf_counter()
+def check(args, machine, device, gpu):
+    names = [name for name in SITE["pages"]
+             if not args.page or name in args.page]
+    start = time.perf_counter()
 
     def on_cpu(name):
         page = SITE["pages"][name]
-        number = names.index(name) + 1
-        print(f"[{number}/{total}] running {page['id']} ({page['script']}) "
-              "...", file=sys.stderr, flush=True)
+        print(f"[{names.index(name) + 1}/{len(names)}] running {page['id']} "
+              f"({page['script']}) ...", file=sys.stderr, flush=True)
         return run_page(name, args.timeout, False, device == "mps")
 
-    cpu_runs = dict(in_turn(names, on_cpu, args.jobs))
+    cpu_runs, verdicts = run_all(names, on_cpu, args.jobs), {}
     for name, run in cpu_runs.items():
         verdict = compare_page(name, run) if run["status"] == "ran" else run
-        verdict = {**verdict, "seconds": run["seconds"]}
-        verdicts[name] = verdict
-        print(verdict_line(SITE["pages"][name], verdict))
-        for line in detail_lines(verdict):
-            print(line)
+        verdicts[name] = {**verdict, "seconds": run["seconds"]}
+        print("\n".join(page_lines(name, verdicts[name])))
     summary = summary_line(verdicts)
     data = {"format": 1, "checker": SITE["version"],
             "date": datetime.date.today().isoformat(),
@@ -573,38 +521,25 @@ def check(names, args, machine, device, gpu):
 def check_on_device(names, cpu_runs, args, device, gpu):
     """The pages with device code, again, on the GPU: one at a time."""
     print(f"\nThe pages with device code, on {device} ({gpu}):", flush=True)
-    found = {"device": device, "gpu": gpu, "pages": {}}
 
     def on_gpu(name):
         print(f"running {SITE['pages'][name]['id']} on {device} ...",
               file=sys.stderr, flush=True)
         return run_page(name, args.timeout, True)
 
-    for name, run in in_turn(names, on_gpu, 1):
-        page = SITE["pages"][name]
-        if run["status"] != "ran":
-            run["verdict"] = run["error"]
-            print(f"FAILED     {page['title']} on {device}: {run['error']}.")
-            found["pages"][name] = run
-            continue
-        verdict = compare_page(name, run)
-        run["verdict"] = {
-            "same": "the same as the site",
-            "machine": "the same as the site, except lines that depend on "
-                       "the machine",
-            "different": f"differs from the site in {verdict.get('key')} "
-                         f"({GPU_NOTE})"}[verdict["status"]]
-        print(f"on {device:6} {page['title']}: {run['verdict']}")
-        for key, text in device_outputs(name, cpu_runs[name], run):
-            print(f"  {key} on {device}:")
-            print("".join(f"    {line}\n" for line in text.splitlines()),
-                  end="")
-        run["cells"] = [
-            {"key": cell["key"], "fingerprint": cell["fingerprint"],
-             "output": text}
-            for cell, text in zip(page["cells"], run.pop("outputs"))]
-        found["pages"][name] = run
-    return found
+    runs = run_all(names, on_gpu, 1)
+    for name, run in runs.items():
+        run["verdict"] = run.get("error")
+        if run["status"] == "ran":
+            verdict = compare_page(name, run)
+            note = f" ({GPU_NOTE})" if verdict["status"] == "different" else ""
+            run["verdict"] = result_text(verdict) + note
+            run["cells"] = [
+                {"key": cell["key"], "fingerprint": cell["fingerprint"],
+                 "output": text} for cell, text
+                in zip(SITE["pages"][name]["cells"], run.pop("outputs"))]
+        print("\n".join(device_lines(name, run, device, cpu_runs[name])))
+    return {"device": device, "gpu": gpu, "pages": runs}
 
 
 if __name__ == "__main__":
