@@ -1,8 +1,9 @@
 """What the DDP tests share: one launch with a time limit that leaves nothing behind (`run_job`),
-scripts copied alone into an empty folder (`alone`), the check of a fresh run against its
-recording (`drift`), what DDP training must equal (`single_process_weights`, `assert_same_weights`)
+scripts copied alone into an empty folder (`alone`), the check of a run against its recording
+(`assert_recorded`), what DDP training must equal (`single_process_weights`, `assert_same_weights`)
 and a free port (`free_port`)."""
 
+import contextlib
 import importlib.util
 import os
 import shutil
@@ -13,7 +14,7 @@ import tempfile
 import threading
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
@@ -55,15 +56,20 @@ class Job:
     """The result of one launch."""
 
     command: list
+    cwd: Path
+    tmpdir: Path  # the job's TMPDIR, removed once the job is over
     returncode: int
     stdout: str
-    stderr: str
+    stderr_lines: list  # (seconds since the start, line)
     seconds: float  # from the start to the exit of the launching process
-    survivors: list = field(default_factory=list)  # "pid command" of processes alive `settle` s later
-    stderr_lines: list = field(default_factory=list)  # (seconds since the start, line)
-    gone_after: float = 0.0  # seconds from the launcher's exit until no process of the job was left
-    leftovers: list = field(default_factory=list)  # names of files left in the job's TMPDIR
-    signalled_at: float | None = None  # seconds from the start to the signal sent (`signal_after`)
+    survivors: list  # "pid command" of the job's processes alive `settle` s after the launcher exited
+    gone_after: float  # seconds from the launcher's exit until no process of the job was left
+    leftovers: list  # names of the files the job left in its TMPDIR
+    signalled_at: float | None  # seconds from the start to the signal sent (`signal_after`)
+
+    @property
+    def stderr(self):
+        return "".join(line for _, line in self.stderr_lines)
 
     def seconds_after(self, text):
         """Seconds from the first stderr line containing `text` to the exit (None if there is none)."""
@@ -88,66 +94,59 @@ def alone(tmp, script):
     return folder, environment(PYTHONPATH=str(blockers))
 
 
-def run_job(args, env=None, timeout=120, settle=2.0, tmpdir=None, cwd=ROOT, signal_after=None):
-    """Run `python ARGS...` in its own session and return a Job.
+def run_job(args, env=None, timeout=120, settle=2.0, cwd=ROOT, signal_after=None):
+    """Run `python ARGS...` in a session and a TMPDIR of its own; return a Job.
 
-    The job is killed after `timeout` seconds. Afterwards, processes that carry the job's tag
-    (torchrun's workers run in sessions of their own) get `settle` seconds to go away; any that
-    remain are listed in `survivors` and then killed, so that a failing test leaves nothing behind.
-    TMPDIR is `tmpdir`, or a folder of the job's own that is removed afterwards.
+    The job is killed after `timeout` seconds. Once the launcher has exited, the job's processes get
+    `settle` seconds to go away; any left are its survivors, and are killed. They are found by their
+    tag, not their process group: torchrun's workers run in sessions of their own, and the search
+    ends before `session` kills the launcher's group, which would hide the survivors in it.
     signal_after=(text, signum): send signum to the launching process once stdout shows `text`.
     """
     tag = uuid.uuid4().hex
     command = [sys.executable, *map(str, args)]
-    own_tmpdir = tmpdir is None
-    tmpdir = Path(tempfile.mkdtemp(prefix="ddp-job-")) if own_tmpdir else Path(tmpdir)
-    tmpdir.mkdir(parents=True, exist_ok=True)
-    env = dict(environment() if env is None else env, **{TAG: tag, "TMPDIR": str(tmpdir)})
-    try:
-        job = _run(command, env, tag, timeout, settle, cwd, signal_after)
-        # torch keeps a compiler cache there (torchinductor_USER): not the job's doing
-        job.leftovers = sorted(p.name for p in tmpdir.iterdir() if not p.name.startswith("torchinductor_"))
-        return job
-    finally:
-        if own_tmpdir:
-            shutil.rmtree(tmpdir, ignore_errors=True)
-
-
-def _run(command, env, tag, timeout, settle, cwd, signal_after):
-    start = time.monotonic()
     out, err, signalled = [], [], []
-    with session(command, cwd=cwd, env=env, stdin=subprocess.DEVNULL, text=True,
-                 stdout=subprocess.PIPE, stderr=subprocess.PIPE) as process:  # the group goes at the end
-        timer = threading.Timer(timeout, lambda: _kill_everything(process, tag))
-        timer.start()
+    with tempfile.TemporaryDirectory(prefix="ddp-job-") as tmpdir:
+        env = {**(environment() if env is None else env), TAG: tag, "TMPDIR": tmpdir}
+        start = time.monotonic()
+        with session(command, cwd=cwd, env=env, stdin=subprocess.DEVNULL, text=True,
+                     stdout=subprocess.PIPE, stderr=subprocess.PIPE) as process:
 
-        def watch(line):
-            if signal_after and not signalled and signal_after[0] in line:
-                signalled.append(time.monotonic() - start)
-                os.kill(process.pid, signal_after[1])
+            def watch(line):
+                if signal_after and not signalled and signal_after[0] in line:
+                    signalled.append(time.monotonic() - start)
+                    os.kill(process.pid, signal_after[1])
 
-        readers = [threading.Thread(target=_read_lines, args=(stream, lines, start, check), daemon=True)
-                   for stream, lines, check in ((process.stdout, out, watch), (process.stderr, err, None))]
-        try:
+            def kill_everything():  # past the time limit: the launcher's group and the job's other sessions
+                kill_group(process)
+                for tagged in _tagged_processes(tag):
+                    _kill(tagged)
+
+            readers = [threading.Thread(target=_read_lines, args=(stream, lines, start, check), daemon=True)
+                       for stream, lines, check in ((process.stdout, out, watch), (process.stderr, err, None))]
             for reader in readers:
                 reader.start()
-            process.wait()
+            timer = threading.Timer(timeout, kill_everything)
+            timer.start()
+            try:
+                process.wait()
+            finally:
+                timer.cancel()
             seconds = time.monotonic() - start
-        finally:
-            timer.cancel()
-    for reader in readers:  # the pipes close when the last process holding them is gone
-        reader.join(settle)
-    deadline = time.monotonic() + settle
-    while (survivors := _tagged_processes(tag)) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    gone_after = time.monotonic() - start - seconds
-    names = [_describe(p) for p in survivors if _alive(p)]
-    for p in survivors:
-        _kill(p)
-    for reader in readers:
-        reader.join()
-    return Job(command, process.returncode, "".join(line for _, line in out), "".join(line for _, line in err),
-               seconds, names, err, gone_after, signalled_at=signalled[0] if signalled else None)
+            deadline = time.monotonic() + settle  # still inside `session`, which kills the group on its way out
+            while (survivors := _tagged_processes(tag)) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            gone_after = time.monotonic() - start - seconds
+            described = [_describe(survivor) for survivor in survivors]
+            for survivor in survivors:
+                _kill(survivor)
+        for reader in readers:  # the pipes close when the last process holding them is gone
+            reader.join()
+        # torch keeps a compiler cache there (torchinductor_USER): not the job's doing
+        leftovers = sorted(p.name for p in Path(tmpdir).iterdir() if not p.name.startswith("torchinductor_"))
+    return Job(command, Path(cwd), Path(tmpdir), process.returncode, stdout="".join(line for _, line in out),
+               stderr_lines=err, seconds=seconds, survivors=[d for d in described if d], gone_after=gone_after,
+               leftovers=leftovers, signalled_at=signalled[0] if signalled else None)
 
 
 def _read_lines(stream, lines, start, check):
@@ -158,65 +157,34 @@ def _read_lines(stream, lines, start, check):
 
 
 def _tagged_processes(tag):
-    found = []
-    for process in psutil.process_iter(["pid", "status"]):
-        try:
-            if process.info["status"] != psutil.STATUS_ZOMBIE and process.environ().get(TAG) == tag:
-                found.append(process)
-        except psutil.Error:
-            continue
-    return found
-
-
-def _kill_everything(process, tag):
-    """Past the time limit: the launcher's process group, and the tagged processes outside it."""
-    kill_group(process)
-    for p in _tagged_processes(tag):
-        _kill(p)
+    """The running processes of the job tagged `tag` (process_iter gives None where access is denied)."""
+    return [p for p in psutil.process_iter(["status", "environ"])
+            if p.info["status"] != psutil.STATUS_ZOMBIE and (p.info["environ"] or {}).get(TAG) == tag]
 
 
 def _describe(process):
-    try:
-        return f"{process.pid} {' '.join(process.cmdline()[:6])}"
-    except psutil.Error:
-        return str(process.pid)
-
-
-def _alive(process):
-    try:
-        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False
+    """"pid command" of a process still running, else None."""
+    with contextlib.suppress(psutil.Error):
+        if process.status() != psutil.STATUS_ZOMBIE:
+            return f"{process.pid} {' '.join(process.cmdline()[:6])}"
 
 
 def _kill(process):
-    try:
+    with contextlib.suppress(psutil.Error):
         process.kill()
-    except psutil.Error:
-        pass
 
 
-def recorded_text(job, name):
-    """What of `job` is recorded as scripts/outputs/NAME; raise if the run did not end as it must."""
+def assert_recorded(job, name):
+    """Assert that `job` ended as SCRIPT_RUNS[name] must and printed what scripts/outputs/NAME holds."""
     run = SCRIPT_RUNS[name]
-    if job.returncode != run.status or job.survivors:
-        raise AssertionError(f"`{run.command}` should exit with status {run.status}:\n{job.describe()}")
-    return job.stdout if run.stream == "stdout" else job.stderr
-
-
-def drift(name, fresh):
-    """None if `fresh` matches scripts/outputs/NAME, else a message naming the file, the command,
-    how to re-record, and a diff."""
+    assert job.returncode == run.status and not job.survivors, (
+        f"`{run.command}` should exit with status {run.status}, leaving nothing behind:\n{job.describe()}")
     path = SCRIPT_OUTPUTS / name
-    rerecord = "`make outputs`"
-    if not path.exists():
-        return f"{path.relative_to(ROOT)} is missing; record it with {rerecord}."
+    assert path.exists(), f"{path.relative_to(ROOT)} is missing; record it with `make outputs`."
     patterns = patterns_of(f"scripts:{Path(name).stem}", varying_patterns())
-    diff = compare_text(path.read_text(), fresh, patterns, name)
-    if diff is None:
-        return None
-    return (f"{path.relative_to(ROOT)} differs from what `{SCRIPT_RUNS[name].command}` prints now; if the "
-            f"change is intended, re-record it with {rerecord}:\n{diff}")
+    diff = compare_text(path.read_text(), job.stdout if run.stream == "stdout" else job.stderr, patterns, name)
+    assert diff is None, (f"{path.relative_to(ROOT)} differs from what `{run.command}` prints now; if the "
+                          f"change is intended, re-record it with `make outputs`:\n{diff}")
 
 
 def load_script(name):
@@ -261,6 +229,6 @@ def assert_same_weights(actual, expected):
 
 
 def free_port():
-    with socket.socket() as s:
-        s.bind(("", 0))
-        return s.getsockname()[1]
+    with socket.socket() as probe:
+        probe.bind(("", 0))
+        return probe.getsockname()[1]

@@ -1,16 +1,14 @@
 """The DDP scripts fail well: quickly, with one clear message, a non-zero exit, nothing left running
 and no stray file.
 
-The launches are started once, concurrently, by the module fixture `jobs`; each test asserts on
-one of them: the exit status, the message, how long it took (generous bounds; the measured times
-are printed, see `pytest -s`), that no process of the job survived and what it left in its TMPDIR.
-Any test may run first, alone or in any order.
-
-Checks of the command line and of paths stop a script before it starts any process, so most of
-them run the script's `__main__` in this process (the fixture `run_in_process`): the same code,
-without paying a second each for importing torch. One of them runs as a real command too.
+The launches are started at once by the module fixture `jobs`; each test asserts on one of them
+(generous time bounds; `pytest -s` prints the measured times), in any order.
+Checks of the command line and of paths stop a script before it starts any process, so most run
+the script's `__main__` in this process (`run_in_process`), without importing torch again for
+each; one runs as a real command too.
 """
 
+import contextlib
 import math
 import os
 import re
@@ -22,6 +20,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from unittest.mock import patch
 
 import psutil
 import pytest
@@ -32,11 +31,10 @@ from ddp_harness import (
     SPAWN,
     TORCHRUN,
     TORCHRUN_2,
+    assert_recorded,
     assert_same_weights,
-    drift,
     free_port,
     load_script,
-    recorded_text,
     run_job,
     single_process_weights,
 )
@@ -46,45 +44,14 @@ from tools.runner import ddp_environment as environment
 
 TIMEOUT = 5  # --timeout of the jobs that wait for a rank that never answers
 LONG = ["--epochs", "300"]  # a run that is still training when it is signalled
-# What DDP-script.py sets in os.environ for its ranks: the variables that steer a DDP launch,
-# which environment() leaves out.
-SET_BY_THE_SCRIPT = ("MASTER_ADDR", "MASTER_PORT", "OMP_NUM_THREADS", "USE_LIBUV")
 torchrun_script = load_script("DDP-script-torchrun.py")
 
 
-class BusyPort:
-    """Another program listening on a port: it accepts connections and counts them."""
-
-    def __init__(self):
-        self.socket = socket.socket()
-        self.socket.bind(("127.0.0.1", 0))
-        self.socket.listen()
-        self.port = self.socket.getsockname()[1]
-        self.connections = 0
-        threading.Thread(target=self._serve, daemon=True).start()
-
-    def _serve(self):
-        while True:
-            try:
-                connection, _ = self.socket.accept()
-            except OSError:
-                return
-            self.connections += 1
-            connection.close()
-
-    def still_serves(self):
-        with socket.create_connection(("127.0.0.1", self.port), timeout=5):
-            return True
-
-
 class Evil:
-    """A pickle that would run code (create a file) when loaded without weights_only=True."""
-
-    def __init__(self, marker):
-        self.marker = str(marker)
+    """A pickle that would run code (create the file `code-ran` where it is loaded) without weights_only=True."""
 
     def __reduce__(self):
-        return (open, (self.marker, "w"))
+        return (open, ("code-ran", "w"))
 
 
 @pytest.fixture(scope="module")
@@ -99,7 +66,7 @@ def jobs(tmp):
     torch.save({"model": torchrun_script.NeuralNetwork(2, 2).state_dict(), "optimizer": {}, "epochs_done": 1},
                whole)
     (tmp / "truncated.pt").write_bytes(whole.read_bytes()[: whole.stat().st_size // 2])
-    # The environments are made here, not in the threads: tests below change os.environ meanwhile.
+    # The environments are made here, not in the threads: `run_in_process` changes os.environ meanwhile.
     env = environment()
     lonely = environment(RANK="0", WORLD_SIZE="2", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()))
     launches = {
@@ -154,7 +121,7 @@ def test_bad_input_from_the_command_line(jobs):
 @pytest.fixture
 def run_in_process(monkeypatch, capsys):
     """run(script, args, env): run a script's `__main__` here, as `python script ARGS` would, in
-    environment(**env); return (exit status, stderr, seconds). monkeypatch undoes it all.
+    environment(**env); return (exit status, stderr, seconds). All it changes is undone.
 
     For checks that stop the script before it starts any process: if one does not, mp.spawn
     fails the test instead of starting ranks inside pytest, and the script's signal handlers
@@ -162,12 +129,6 @@ def run_in_process(monkeypatch, capsys):
     sees no GPU.
     """
     def run(script, args=(), env=None):
-        wanted = environment(**(env or {}))
-        for name in {*os.environ, *SET_BY_THE_SCRIPT} - wanted.keys():
-            monkeypatch.setenv(name, "")  # first set, so that it is removed again if the run sets it
-            monkeypatch.delenv(name)
-        for name, value in wanted.items():
-            monkeypatch.setenv(name, value)
         monkeypatch.setattr(sys, "argv", [str(ROOT / script), *map(str, args)])
 
         def no_spawn(*_, **__):
@@ -181,7 +142,8 @@ def run_in_process(monkeypatch, capsys):
         monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
         monkeypatch.setattr(signal, "signal", lambda number, handler: signal.getsignal(number))
         start = time.monotonic()
-        with pytest.raises(SystemExit) as exit:
+        # patch.dict also removes what the script sets for its ranks (MASTER_ADDR, MASTER_PORT, ...)
+        with patch.dict(os.environ, environment(**(env or {})), clear=True), pytest.raises(SystemExit) as exit:
             runpy.run_path(str(ROOT / script), run_name="__main__")
         seconds = time.monotonic() - start
         printed = capsys.readouterr()
@@ -225,27 +187,27 @@ def test_bad_input_gives_one_clear_sentence(run_in_process, args, message):
 def unwritable_folder(tmp):
     """A folder this process cannot create files in (root may write anywhere but /sys)."""
     folder = tmp / "read-only"
-    folder.mkdir(exist_ok=True)
+    folder.mkdir()
     folder.chmod(0o500)
     try:
         (folder / "probe").touch()
     except OSError:
         return folder
-    (folder / "probe").unlink()
     return Path("/sys")
 
 
 @pytest.mark.parametrize("script, option", [(SPAWN, "--save"), (TORCHRUN, "--save"), (TORCHRUN, "--snapshot")])
 @pytest.mark.parametrize("case", ["parent is a file", "path is a folder", "dot", "folder not writable"])
-def test_bad_path_stops_before_any_work(run_in_process, tmp, script, option, case):
-    (tmp / "a-file").write_text("not a folder")
-    (tmp / "a-folder").mkdir(exist_ok=True)
+def test_bad_path_stops_before_any_work(run_in_process, tmp_path, script, option, case):
+    a_file, a_folder = tmp_path / "a-file", tmp_path / "a-folder"
+    a_file.write_text("not a folder")
+    a_folder.mkdir()
     path, message = {
-        "parent is a file": (tmp / "a-file" / "w.pt", f"{option} {tmp / 'a-file' / 'w.pt'}: {tmp / 'a-file'} is "
-                                                      "a file, not a folder; choose another path."),
-        "path is a folder": (tmp / "a-folder", f"{option} {tmp / 'a-folder'} is a folder; give a file name"),
+        "parent is a file": (a_file / "w.pt", f"{option} {a_file / 'w.pt'}: {a_file} is a file, not a folder; "
+                                              "choose another path."),
+        "path is a folder": (a_folder, f"{option} {a_folder} is a folder; give a file name"),
         "dot": (Path("."), f"{option} . is a folder; give a file name, such as model.pth."),
-        "folder not writable": (unwritable_folder(tmp) / "w.pt", "cannot be written to; choose another one."),
+        "folder not writable": (unwritable_folder(tmp_path) / "w.pt", "cannot be written to; choose another one."),
     }[case]
     status, stderr, seconds = run_in_process(script, [option, path])
     assert status == 2, stderr
@@ -265,26 +227,25 @@ def test_more_gpus_than_present_gives_one_clear_sentence(monkeypatch, capsys):
     assert "--world-size 4 needs 4 GPUs, one per process, but 2 are visible; use --world-size 2" in stderr
 
 
-@pytest.fixture
-def other_program():
-    other = BusyPort()
-    yield other
-    other.socket.close()
+def test_busy_or_bad_master_port_fails_fast_and_leaves_the_other_program_alone(run_in_process):
+    """The busy port is another program's: it listens, and counts the connections it accepts."""
+    other_program, connections = socket.create_server(("127.0.0.1", 0)), []
 
+    def serve():
+        with contextlib.suppress(OSError):  # closed
+            while True:
+                connections.append(other_program.accept()[0].close())
 
-def test_busy_master_port_fails_fast_and_leaves_the_other_program_alone(run_in_process, other_program):
-    status, stderr, seconds = run_in_process(SPAWN, env={"MASTER_PORT": str(other_program.port)})
-    assert status == 2, stderr
-    assert f"MASTER_PORT={other_program.port} is in use or not a port number" in stderr
-    assert seconds < 10
-    assert other_program.connections == 0, "nothing may connect to the other program"
-    assert other_program.still_serves()
-
-
-def test_bad_master_port_gives_one_clear_sentence(run_in_process):
-    status, stderr, _ = run_in_process(SPAWN, env={"MASTER_PORT": "http"})
-    assert status == 2
-    assert "MASTER_PORT=http is in use or not a port number; choose a free port (1 to 65535)" in stderr
+    threading.Thread(target=serve, daemon=True).start()
+    with other_program:
+        busy = other_program.getsockname()[1]
+        for port in (busy, "http"):
+            status, stderr, seconds = run_in_process(SPAWN, env={"MASTER_PORT": str(port)})
+            assert status == 2, stderr
+            assert f"MASTER_PORT={port} is in use or not a port number; choose a free port (1 to 65535)" in stderr
+            assert seconds < 10
+        assert connections == [], "nothing may connect to the other program"
+        socket.create_connection(("127.0.0.1", busy), timeout=5).close()  # it still serves
 
 
 def test_ranks_started_by_hand_need_a_master_address(run_in_process):
@@ -325,29 +286,26 @@ BAD_SNAPSHOTS = {
     "epochs_done negative": (lambda s: {**s, "epochs_done": -5}, "epochs_done is -5, not a whole number"),
     "no param_groups": (lambda s: {**s, "optimizer": {"state": {}}}, "KeyError: 'param_groups'"),
     "a NaN weight": (with_nan, "its weights are not all finite numbers"),
+    "a pickle that would run code": (lambda s: {"model": Evil()}, "UnpicklingError: Weights only load failed"),
 }
 
 
 @pytest.mark.parametrize("case", BAD_SNAPSHOTS)
-def test_bad_snapshot_is_refused_in_one_sentence(tmp, case):
+def test_bad_snapshot_is_refused_in_one_sentence(tmp_path, monkeypatch, case):
     change, reason = BAD_SNAPSHOTS[case]
-    path = tmp / f"bad-{case.replace(' ', '-')}.pt"
+    path = tmp_path / "snapshot.pt"
     torch.save(change(good_snapshot()), path)
+    monkeypatch.chdir(tmp_path)  # where Evil's code would create its file
     problem = snapshot_problem(path)
     assert isinstance(problem, str) and reason in problem, problem
     assert problem.startswith(f"snapshot {path} cannot be resumed from (")
     assert problem.endswith("; delete it or pass another --snapshot.") and "\n" not in problem
+    assert not (tmp_path / "code-ran").exists(), "the pickle's code ran"
 
 
-def test_good_snapshot_is_resumed(tmp):
-    torch.save(good_snapshot(), tmp / "good.pt")
-    assert snapshot_problem(tmp / "good.pt")["epochs_done"] == 1
-
-
-def test_pickle_that_would_run_code_is_refused(tmp):
-    torch.save({"model": Evil(tmp / "code-ran")}, tmp / "evil.pt")
-    assert "UnpicklingError: Weights only load failed" in snapshot_problem(tmp / "evil.pt")
-    assert not (tmp / "code-ran").exists(), "the pickle's code ran"
+def test_good_snapshot_is_resumed(tmp_path):
+    torch.save(good_snapshot(), tmp_path / "good.pt")
+    assert snapshot_problem(tmp_path / "good.pt")["epochs_done"] == 1
 
 
 def test_truncated_snapshot_is_refused_and_training_does_not_start(jobs, tmp):
@@ -360,27 +318,23 @@ def test_truncated_snapshot_is_refused_and_training_does_not_start(jobs, tmp):
 
 # --- a rank that raises, is killed, stalls or never joins; signals -------------------------
 
-def test_rank_that_raises_ends_the_job(jobs):
-    job = failed(jobs["spawn raise"].result(), bound=60, status=1)
-    fault_to_exit(job, "raise", 1, bound=15)
-    assert ("error: rank 1 failed: RuntimeError: --fault raise: rank 1 raised this error on purpose; "
-            "the other ranks were stopped.") in job.stderr
+@pytest.mark.parametrize("fault, message", [
+    ("raise", "RuntimeError: --fault raise: rank 1 raised this error on purpose"),
+    ("kill", "killed by SIGKILL"),
+])
+def test_rank_that_raises_or_is_killed_ends_the_job(jobs, fault, message):
+    job = failed(jobs[f"spawn {fault}"].result(), bound=60, status=1)
+    fault_to_exit(job, fault, 1, bound=15)
+    assert f"error: rank 1 failed: {message}; the other ranks were stopped." in job.stderr
     assert "Traceback" not in job.stderr  # an expected error: the sentence is enough
     assert job.leftovers == [], "torch's error files are removed"
-
-
-def test_rank_that_is_killed_ends_the_job(jobs):
-    job = failed(jobs["spawn kill"].result(), bound=60, status=1)
-    fault_to_exit(job, "kill", 1, bound=15)
-    assert "error: rank 1 failed: killed by SIGKILL; the other ranks were stopped." in job.stderr
 
 
 def test_rank_that_stalls_ends_the_job_after_the_timeout(jobs):
     job = failed(jobs["spawn stall"].result(), bound=TIMEOUT + 60, status=1)
     fault_to_exit(job, "stall", 1, bound=TIMEOUT + 15)
     assert f"error: rank 0 failed: RuntimeError: Timed out waiting {TIMEOUT * 1000}ms" in job.stderr
-    problem = drift("DDP-script-fault-stall.txt", recorded_text(job, "DDP-script-fault-stall.txt"))
-    assert problem is None, problem
+    assert_recorded(job, "DDP-script-fault-stall.txt")
 
 
 def test_torchrun_rank_that_stalls_ends_the_job_after_the_timeout(jobs):

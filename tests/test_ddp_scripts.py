@@ -23,10 +23,9 @@ from ddp_harness import (
     TORCHRUN_2,
     UNDESTROYED,
     alone,
+    assert_recorded,
     assert_same_weights,
-    drift,
     free_port,
-    recorded_text,
     run_job,
     single_process_weights,
 )
@@ -36,6 +35,8 @@ from tools.runner import ddp_environment as environment
 from tools.sections import ROOT, read_chunks, section_code
 
 SCRIPT_NAMES = ["DDP-script.py", "DDP-script-torchrun.py"]
+LAUNCHERS = {"spawn": ("DDP-script.py", "DDP-script.txt"),  # the script, its recorded run
+             "torchrun": ("DDP-script-torchrun.py", "DDP-script-torchrun.txt")}
 WORLD_SIZES = [1, 3, 8]  # and 2, the default: the fewest, one that does not divide 20 samples, the most
 EPOCHS = 3
 
@@ -66,9 +67,13 @@ def without_destroy(tmp, script, args=()):
 
 
 @pytest.fixture(scope="module")
-def jobs(tmp_path_factory):
+def tmp(tmp_path_factory):
+    return tmp_path_factory.mktemp("ddp")
+
+
+@pytest.fixture(scope="module")
+def jobs(tmp):
     """{name: Future of a Job}: every launch of this file, started two at a time, longest first."""
-    tmp = tmp_path_factory.mktemp("ddp")
     # The two-node run and the spawn run take the code path of Windows (a TCP store without
     # libuv); the other runs take the default one. All of them must print the same.
     spawn_folder, spawn_env = alone(tmp, "DDP-script.py")
@@ -78,7 +83,7 @@ def jobs(tmp_path_factory):
         "world size 8": lambda: run_job([SPAWN, "--world-size", 8], timeout=300),
         "two nodes, USE_LIBUV=0": lambda: two_nodes(tmp, environment(USE_LIBUV="0")),
         "torchrun": lambda: run_job([*TORCHRUN_2, "DDP-script-torchrun.py", "--save", tmp / "torchrun.pt"],
-                                    env=torchrun_env, cwd=torchrun_folder, tmpdir=tmp / "torchrun-tmpdir"),
+                                    env=torchrun_env, cwd=torchrun_folder),
         "spawn": lambda: run_job(["DDP-script.py", "--save", tmp / "spawn.pt"],
                                  env={**spawn_env, "USE_LIBUV": "0"}, cwd=spawn_folder),
         **{f"world size {n}": lambda n=n: run_job([SPAWN, "--world-size", n], timeout=300) for n in (3, 1)},
@@ -87,10 +92,7 @@ def jobs(tmp_path_factory):
         "torchrun without destroy": lambda: without_destroy(tmp, "DDP-script-torchrun.py"),
     }
     with ThreadPoolExecutor(max_workers=2) as pool:  # each launch keeps about two cores busy on its own
-        futures = {name: pool.submit(launch) for name, launch in launches.items()}
-        futures["tmp"] = tmp
-        futures["folders"] = {"spawn": spawn_folder, "torchrun": torchrun_folder}
-        yield futures
+        yield {name: pool.submit(launch) for name, launch in launches.items()}
 
 
 def succeeded(job):
@@ -177,32 +179,28 @@ def test_torchrun_script_is_a_marked_diff_of_the_spawn_script():
 
 # --- training ------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("launcher", ["spawn", "torchrun"])
-def test_script_alone_in_an_empty_folder_trains_to_full_accuracy(jobs, launcher):
+@pytest.mark.parametrize("launcher", LAUNCHERS)
+def test_script_alone_trains_as_one_process_and_prints_what_is_recorded(jobs, tmp, reference, launcher):
+    script, recorded = LAUNCHERS[launcher]
     job = succeeded(jobs[launcher].result())  # run where `snippets` and `tools` cannot be imported
-    script = {"spawn": "DDP-script.py", "torchrun": "DDP-script-torchrun.py"}[launcher]
-    assert [p.name for p in jobs["folders"][launcher].iterdir()] == [script], "only the script, nothing else"
+    assert [p.name for p in job.cwd.iterdir()] == [script], "only the script, nothing else"
     assert ranks_that_trained(job.stdout) == [0, 1], job.describe()
     assert f"Training on 2 CPU processes (world size 2) with the gloo backend for {EPOCHS} epochs" in job.stdout
     assert job.stdout.rstrip().endswith(FULL_ACCURACY), job.describe()
     for rank in (0, 1):
         assert f"[rank {rank}] Training accuracy 1.0000 | Test accuracy 1.0000" in job.stdout
+    assert_same_weights(torch.load(tmp / f"{launcher}.pt", weights_only=True), reference)
+    assert not list(tmp.glob(f".{launcher}.pt.*")), "--save leaves no temporary file"
+    assert_recorded(job, recorded)  # --save prints on stderr only
 
 
 def test_torchrun_removes_its_default_snapshot(jobs):
     job = succeeded(jobs["torchrun"].result())
     snapshot = re.search(r"^snapshot file: (\S+)", job.stderr, re.M)
     assert snapshot, job.describe()
-    tmpdir = jobs["tmp"] / "torchrun-tmpdir"  # the job's TMPDIR
-    assert snapshot[1].startswith(f"{tmpdir}/ddp-snapshot-"), "the default is in the temporary directory"
-    assert not list(tmpdir.glob("ddp-snapshot-*")), "the default snapshot is removed when the job is done"
-
-
-@pytest.mark.parametrize("launcher", ["spawn", "torchrun"])
-def test_ddp_equals_single_process_training(jobs, launcher, reference):
-    succeeded(jobs[launcher].result())
-    assert_same_weights(torch.load(jobs["tmp"] / f"{launcher}.pt", weights_only=True), reference)
-    assert not list(jobs["tmp"].glob(f".{launcher}.pt.*")), "--save leaves no temporary file"
+    assert snapshot[1].startswith(f"{job.tmpdir}/ddp-snapshot-"), "the default is in the temporary directory"
+    left = [name for name in job.leftovers if name.startswith("ddp-snapshot-")]  # in the job's TMPDIR
+    assert not left, "the default snapshot is removed when the job is done"
 
 
 @pytest.mark.parametrize("world_size", WORLD_SIZES)
@@ -215,36 +213,20 @@ def test_every_world_size_trains_and_reports_the_same_exact_accuracy(jobs, world
     assert job.stdout.rstrip().splitlines()[-1] == FULL_ACCURACY, job.describe()
 
 
-def two_node_stdout(jobs):
-    """What the two-node run printed: the node whose process got rank 0 prints everything."""
-    nodes = [succeeded(job) for job in jobs["two nodes, USE_LIBUV=0"].result()]
-    printed = [job.stdout for job in nodes if job.stdout]
-    assert len(printed) == 1, "exactly one node prints"
-    return printed[0]
-
-
-def test_runs_print_the_same(jobs):
-    # Three runs (and the recorded ones, see below): spawn, torchrun, and torchrun on two nodes.
+def test_launchers_and_two_nodes_print_and_train_the_same(jobs, tmp, reference):
     spawn, torchrun = succeeded(jobs["spawn"].result()), succeeded(jobs["torchrun"].result())
     assert torchrun.stdout == spawn.stdout, "the launchers differ, the training does not"
-    assert two_node_stdout(jobs) == torchrun.stdout
-
-
-@pytest.mark.parametrize("name, launcher", [("DDP-script.txt", "spawn"), ("DDP-script-torchrun.txt", "torchrun")])
-def test_recorded_output_matches_a_fresh_run(jobs, name, launcher):
-    # The fresh runs above also write their weights with --save, which prints on stderr only.
-    problem = drift(name, recorded_text(succeeded(jobs[launcher].result()), name))
-    assert problem is None, problem
-
-
-def test_two_nodes_on_loopback_match_one_node(jobs, reference):
-    assert ranks_that_trained(two_node_stdout(jobs)) == [0, 1]
-    weights = torch.load(jobs["tmp"] / "two-nodes.pt", weights_only=True)
-    assert_same_weights(weights, torch.load(jobs["tmp"] / "torchrun.pt", weights_only=True))
+    nodes = [succeeded(job) for job in jobs["two nodes, USE_LIBUV=0"].result()]
+    printed = [job.stdout for job in nodes if job.stdout]
+    assert len(printed) == 1, "exactly one node prints: the one whose process got rank 0"
+    assert printed[0] == torchrun.stdout
+    assert ranks_that_trained(printed[0]) == [0, 1]
+    weights = torch.load(tmp / "two-nodes.pt", weights_only=True)
+    assert_same_weights(weights, torch.load(tmp / "torchrun.pt", weights_only=True))
     assert_same_weights(weights, reference)
 
 
-@pytest.mark.parametrize("launcher", ["spawn", "torchrun"])
+@pytest.mark.parametrize("launcher", LAUNCHERS)
 def test_leaving_without_destroy_process_group_is_caught(jobs, launcher):
     # The same check passes on every successful run above (see `succeeded`).
     job = jobs[f"{launcher} without destroy"].result()

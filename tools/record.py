@@ -98,8 +98,6 @@ def summary(recording: Recording, changed: list[Path]) -> str:
             + "".join(f"\n  {path.relative_to(ROOT)}" for path in changed))
 
 
-
-
 def record_gpu() -> Recording:
     """On a CUDA machine: the machine-dependent outputs of the pages that use a GPU, into
     snippets/outputs/gpu/ (the pages show them beside the CPU ones, labelled with the GPU)."""
