@@ -54,13 +54,19 @@ def _varying_patterns(path: Path, changed: int) -> dict[str, dict]:
     return specs
 
 
-def compare_text(recorded: str, fresh: str, patterns: list[str], label: str) -> str | None:
-    """None if `fresh` matches `recorded`, else a unified diff. A line that differs passes only if one
-    of `patterns` matches the whole of both the recorded and the fresh line."""
-    old, new = recorded.splitlines(keepends=True), fresh.splitlines(keepends=True)
-    if len(old) == len(new) and all(a == b or _same_shape(a, b, patterns) for a, b in zip(old, new)):
+def compare_text(recorded: str, fresh: str, patterns: list[str],
+                 label: str) -> str | None:
+    """None if `fresh` matches `recorded`, else a unified diff. A line that
+    differs passes only if one of `patterns` matches the whole of both the
+    recorded and the fresh line. (check-appendix-a.py carries this function
+    and the next: 80 characters a line at most.)"""
+    old = recorded.splitlines(keepends=True)
+    new = fresh.splitlines(keepends=True)
+    if len(old) == len(new) and all(a == b or _same_shape(a, b, patterns)
+                                    for a, b in zip(old, new)):
         return None
-    return "".join(difflib.unified_diff(old, new, f"recorded {label}", f"fresh run of {label}"))
+    return "".join(difflib.unified_diff(old, new, f"recorded {label}",
+                                        f"fresh run of {label}"))
 
 
 def _same_shape(a: str, b: str, patterns: list[str]) -> bool:
