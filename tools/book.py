@@ -33,7 +33,6 @@ class Difference:
     reasons: dict[str, str]  # language -> reason
     page: str  # where the note stands: the first page of the notebook that shows a section
 
-
     def reason(self, language: str) -> str:
         """The reason in Markdown, with the repository's issue numbers as links."""
         return ISSUE.sub(lambda m: f"[{m[0]}]({ISSUES}{m[1]})", self.reasons[language])

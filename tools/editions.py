@@ -1,9 +1,8 @@
 """The site's two editions, English and Simplified Chinese, and the words the tools write in each.
 
-Both editions show the same code and the same recorded outputs: a Chinese page in docs-zh/ has the
-English page's file name and includes the same snippet sections, in the same order (a test checks
-the built pages). Only the prose differs, and what the hooks and the recorder write around the code
-is taken from here.
+Both show the same code and recorded outputs: a page in docs-zh/ has the English page's file name and
+includes the same snippet sections in the same order (a test checks it). Only the prose differs; what the
+hooks and the recorder write around the code is taken from here.
 """
 
 import re

@@ -16,13 +16,6 @@ LOCAL_LINK = re.compile(r"\[([^\]]+)\]\((?!https?://)[^)]*\)")
 
 
 @dataclass(frozen=True)
-class Text:
-    """A line of a page's prose, as a notebook's text cell shows it."""
-
-    line: str
-
-
-@dataclass(frozen=True)
 class Code:
     """An include of a snippet section: the `index`th cell of the page's program."""
 
@@ -30,15 +23,15 @@ class Code:
     earlier: bool  # inside the page's "Code from earlier sections" block
 
 
-def page_parts(page: str, edition: Edition) -> list[Text | Code]:
-    """The page in `edition` as text lines and code cells, in page order."""
+def page_parts(page: str, edition: Edition) -> list[str | Code]:
+    """The page in `edition` as lines of text (as a notebook's text cell shows them) and code cells, in order."""
     text = re.sub(r"\A---\n.*?\n---\n", "", pages.page_text(page, edition.docs), flags=re.S)
     text = re.sub(r"<figure.*?</figure>\n?", "", text, flags=re.S)
     parts, fence, language, include, earlier = [], None, "", 0, False
 
     def add(line: str | None):
         if line is not None:
-            parts.append(Text(line))
+            parts.append(line)
 
     for line in text.splitlines():
         line = re.sub(r"^(?: {4})+", "", line)  # bodies of admonitions and tabs become plain text
@@ -85,8 +78,8 @@ def notebook_text(name: str, runs: dict[str, dict], outputs: dict[str, str], edi
     for page in notebook_pages:
         program, markdown, noted = runs[page]["cells"], [], False
         for part in page_parts(page, edition):
-            if isinstance(part, Text):
-                markdown.append(part.line)
+            if isinstance(part, str):
+                markdown.append(part)
                 continue
             cell = program[part.index]
             if cell.key in seen:
@@ -107,12 +100,10 @@ def notebook_text(name: str, runs: dict[str, dict], outputs: dict[str, str], edi
                                           "text/plain": words.get(plot["title"], plot["title"])}))
             cells.append(code)
         cells += _markdown_cell(markdown)
-    count = 0
     for number, cell in enumerate(cells):
         cell.id = f"cell-{number:03d}"  # stable ids: re-recording changes no byte
-        if cell.cell_type == "code":
-            count += 1
-            cell.execution_count = count
+    for count, cell in enumerate((cell for cell in cells if cell.cell_type == "code"), start=1):
+        cell.execution_count = count
     notebook = nbformat.v4.new_notebook(cells=cells, metadata={"kernelspec": KERNEL,
                                                                "language_info": {"name": "python"}})
     nbformat.validate(notebook)

@@ -1,12 +1,9 @@
 """Plots drawn at record time from what a page's code computed, shown under that code.
 
-Each plotter runs in the recording's child process (tools/page_runner.py runs this file), right
-after its section, with the page's namespace, what the section printed and the words of one
-edition (the `plot_` words of tools/editions.py); it is called once per edition. It returns the
-figure, a title (the image's alt text, in English: the hooks translate it) and the data behind
-the picture: the check compares that data, never the pixels. The plotters are the maintainers'
-code, not the pages': a page's code still needs only torch. This file imports nothing of the
-project, since the child cannot.
+Each plotter runs in the recording's child process right after its section, once per edition, with the
+page's namespace, what the section printed and the edition's `plot_` words. It returns the figure, its
+title (the alt text, in English: the hooks translate it) and the data behind it, which the check compares
+instead of pixels. The child imports nothing of the project, so neither does this file.
 """
 
 

@@ -1,17 +1,12 @@
 """MkDocs hooks for the notebook pages (mkdocs-jupyter renders them).
 
-- Convert a notebook only when it or the converter changed. mkdocs-jupyter already keeps each
-  converted notebook in its cache (`cache_dir`, default .cache/mkdocs-jupyter, git-ignored),
-  keyed by the notebook's bytes and the plugin's options, but not by the converter: after an
-  upgrade of mkdocs-jupyter or nbconvert it would serve what the old versions made. Here every
-  set of converter versions gets a cache folder of its own, and the folders of others go. Inside
-  it, each edition (docs folder) has its own: a build evicts every entry it did not use, so with
-  one shared folder the English and Chinese builds evicted each other's notebooks every time.
-- Leave the notebooks out of the search index: their cells are the chapters' code, which the
-  chapter pages already index, and parsing their HTML was the largest part of indexing.
-- Move the ~590 KB of CSS that mkdocs-jupyter inlines into every notebook page into one shared
-  stylesheet, drop the markup its own CSS hides, render the math to MathML, put mkdocs-jupyter's
-  English words in the edition's, and add a box with the chapters the cells come from.
+- Cache the converted notebooks per set of converter versions: mkdocs-jupyter's cache (`cache_dir`) is keyed
+  by the notebook and the plugin's options, not by mkdocs-jupyter's or nbconvert's version. Each edition gets
+  its own folder in it, since a build evicts every entry it did not use.
+- Leave the notebooks out of the search index: the chapter pages index the same code.
+- Move the ~590 KB of CSS that mkdocs-jupyter inlines into every notebook page into one shared stylesheet,
+  drop the markup its own CSS hides, render the math to MathML, put its English words in the edition's,
+  and add a box with the chapters the cells come from.
 """
 
 import hashlib
