@@ -5,11 +5,11 @@ import re
 import shutil
 import subprocess
 import sys
-import textwrap
 
 import pytest
+import yaml
 
-from tools.bench import README_END, README_START, ROOT, ddp_md, matmul_md, readme_md
+from tools.bench import README_END, README_START, ROOT, render
 from tools.hooks.notebooks import converter_key
 
 NOTEBOOK_TEXT = "A sentence that only this notebook holds."
@@ -31,16 +31,16 @@ def test_documented_make_command_writes_the_figures_and_the_readme_table(tmp_pat
     assert f"| Exercise A.4's 100×200 @ 200×300 on the CPU | {matmul['cpu_us']:.0f} µs |" in theirs
 
 
-def test_committed_figures_are_those_bench_json_renders():
+def test_committed_figures_are_those_bench_json_renders(tmp_path):
     """The pages and README show what `make bench` measured, never a figure typed by hand."""
-    results = json.loads((ROOT / "measured" / "bench.json").read_text())
-    readme = (ROOT / "README.md").read_text()
-    assert f"{README_START}\n{readme_md(results)}{README_END}" in readme
-    for language, suffix, docs in [("en", ".md", "docs"), ("zh", ".zh.md", "docs-zh")]:  # the two editions
-        assert (ROOT / "measured" / f"matmul{suffix}").read_text() == matmul_md(results["matmul"], language)
-        assert (ROOT / "measured" / f"ddp{suffix}").read_text() == ddp_md(results["ddp"], language)
+    (tmp_path / "measured").mkdir()
+    render(json.loads((ROOT / "measured" / "bench.json").read_text()), tmp_path)  # README from the repository
+    for suffix, docs in [(".md", "docs"), (".zh.md", "docs-zh")]:  # the two editions
         for page, figures in {"a9-gpu-training.md": "matmul", "a9-multi-gpu-training.md": "ddp"}.items():
-            assert f'--8<-- "measured/{figures}{suffix}"' in (ROOT / docs / page).read_text()
+            rendered = f"measured/{figures}{suffix}"
+            assert (tmp_path / rendered).read_text() == (ROOT / rendered).read_text()
+            assert f'--8<-- "{rendered}"' in (ROOT / docs / page).read_text()
+    assert (ROOT / "README.md").read_text() == (tmp_path / "README.md").read_text()
 
 
 def notebook(text):
@@ -54,20 +54,15 @@ def notebook_site(tmp_path):
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "index.md").write_text("# Home\n\nA page that search finds.\n")
     (tmp_path / "docs" / "nb.ipynb").write_text(notebook(NOTEBOOK_TEXT))
-    (tmp_path / "mkdocs.yml").write_text(textwrap.dedent(f"""\
-        site_name: notebook pages test
-        theme: material
-        plugins:
-          - search
-          - mkdocs-jupyter
-        hooks:
-          - {ROOT / "tools" / "hooks" / "notebooks.py"}
-    """))
+    (tmp_path / "mkdocs.yml").write_text(yaml.safe_dump({
+        "site_name": "notebook pages test", "theme": "material", "plugins": ["search", "mkdocs-jupyter"],
+        "hooks": [str(ROOT / "tools" / "hooks" / "notebooks.py")]}))
     return tmp_path
 
 
-def build(site):
-    subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict"], cwd=site, check=True, capture_output=True)
+def build(site, config="mkdocs.yml"):
+    subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f", config], cwd=site, check=True,
+                   capture_output=True)
     return (site / "site" / "nb" / "index.html").read_text()
 
 
@@ -82,8 +77,7 @@ def test_notebook_cache_reconverts_a_changed_notebook_and_reuses_an_unchanged_on
     shutil.copytree(notebook_site / "docs", notebook_site / "docs-other")
     (notebook_site / "docs-other" / "nb.ipynb").write_text(notebook("The same notebook, translated."))
     (notebook_site / "mkdocs.other.yml").write_text("INHERIT: mkdocs.yml\ndocs_dir: docs-other\nsite_dir: other\n")
-    subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f", "mkdocs.other.yml"],
-                   cwd=notebook_site, check=True, capture_output=True)
+    build(notebook_site, "mkdocs.other.yml")
     assert entry.exists(), "the other edition's build evicted this edition's notebook from the cache"
     # An unchanged notebook comes from the cache: a marker planted in the entry shows up.
     entry.write_text(entry.read_text().replace(NOTEBOOK_TEXT, "Served from the cache."))

@@ -13,12 +13,15 @@ into the marked table in README.md. Nothing here asserts a timing.
 
 import argparse
 import datetime
+import functools
 import gzip
 import json
 import logging
+import math
 import os
 import platform
 import re
+import runpy
 import shutil
 import statistics
 import subprocess
@@ -37,19 +40,24 @@ SECTIONS = ("builds", "pages", "matmul", "ddp", "tests")
 QUICK = ("builds", "pages", "matmul")
 WORLD_SIZES = (1, 2, 4, 8)
 EPOCHS = 5  # per DDP launch: an epoch's cost is the median gap between consecutive epochs
+EPOCH_LINE = re.compile(r"Epoch: (\d+)")
 README_START, README_END = "<!-- bench:start -->", "<!-- bench:end -->"
 MKDOCS = [sys.executable, "-m", "mkdocs", "build"]
 
 
-def side_by_side(fns, repeats):
-    """{name: median seconds}, every function run once per round, so all see the same load."""
-    samples = {name: [] for name in fns}
-    for _ in range(repeats):
-        for name, fn in fns.items():
-            start = time.perf_counter()
-            fn()
-            samples[name].append(time.perf_counter() - start)
-    return {name: statistics.median(values) for name, values in samples.items()}
+def in_turns(measures, rounds):
+    """{name: [each round's result]}: every measure runs once per round, so all see the same load."""
+    results = {name: [] for name in measures}
+    for _ in range(rounds):
+        for name, measure in measures.items():
+            results[name].append(measure())
+    return results
+
+
+def seconds(fn):
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
 
 
 def run(command):
@@ -84,22 +92,19 @@ def build_in_process(config_file, site_dir, strict):
 def measure_builds(work, repeats):
     plain, site = work / "plain.yml", work / "site"
     write_plain_config(plain)
-    cache = ROOT / ".cache" / "mkdocs-jupyter"
+    ours = [*MKDOCS, "--strict", "--site-dir", site]
 
     def cold():
-        shutil.rmtree(cache, ignore_errors=True)  # as in a fresh clone
-        run([*MKDOCS, "--strict", "--site-dir", site])
+        shutil.rmtree(ROOT / ".cache" / "mkdocs-jupyter", ignore_errors=True)  # as in a fresh clone
+        run(ours)
 
-    for config, strict in ((ROOT / "mkdocs.yml", True), (plain, False)):  # imports, warm caches
-        build_in_process(config, site, strict)
-    times = side_by_side({
-        "cold": cold,
-        "repeat": lambda: run([*MKDOCS, "--strict", "--site-dir", site]),
-        "plain": lambda: run([*MKDOCS, "--config-file", plain, "--site-dir", site]),
-        "rebuild": lambda: build_in_process(ROOT / "mkdocs.yml", site, True),
-        "plain_rebuild": lambda: build_in_process(plain, site, False),
-    }, repeats)
-    return {**times, "runs": repeats}
+    builds = {"cold": cold, "repeat": lambda: run(ours),
+              "plain": lambda: run([*MKDOCS, "--config-file", plain, "--site-dir", site]),
+              "rebuild": lambda: build_in_process(ROOT / "mkdocs.yml", site, True),
+              "plain_rebuild": lambda: build_in_process(plain, site, False)}
+    builds["rebuild"](), builds["plain_rebuild"]()  # imports, warm caches
+    times = in_turns({name: functools.partial(seconds, build) for name, build in builds.items()}, repeats)
+    return {**{name: statistics.median(values) for name, values in times.items()}, "runs": repeats}
 
 
 def measure_pages(work):
@@ -113,10 +118,11 @@ def measure_pages(work):
             "over_200_kb": sum(size > 200_000 for size in pages.values())}
 
 
-def per_call(fn, repeats):
+def microseconds(fn, repeats):
+    """One call's median time, over `repeats` runs of as many calls as fill 0.2 s."""
     timer = timeit.Timer(fn)
     number, _ = timer.autorange()
-    return statistics.median(t / number for t in timer.repeat(repeat=repeats, number=number))
+    return statistics.median(timer.repeat(repeat=repeats, number=number)) / number * 1e6
 
 
 def measure_matmul(repeats):
@@ -124,9 +130,9 @@ def measure_matmul(repeats):
 
     a, b = torch.rand(100, 200), torch.rand(200, 300)
     threads = torch.get_num_threads()
-    result = {"cpu_us": per_call(lambda: a @ b, repeats) * 1e6, "threads": threads, "gpu": None}
+    result = {"cpu_us": microseconds(lambda: a @ b, repeats), "threads": threads, "gpu": None}
     torch.set_num_threads(1)
-    result["cpu_1_thread_us"] = per_call(lambda: a @ b, repeats) * 1e6
+    result["cpu_1_thread_us"] = microseconds(lambda: a @ b, repeats)
     torch.set_num_threads(threads)
     if torch.cuda.is_available():
         a, b = a.cuda(), b.cuda()
@@ -136,47 +142,42 @@ def measure_matmul(repeats):
             torch.cuda.synchronize()  # or only the launch is timed
 
         on_gpu()  # the first call initialises CUDA
-        result.update(gpu=torch.cuda.get_device_name(), gpu_us=per_call(on_gpu, repeats) * 1e6)
+        result.update(gpu=torch.cuda.get_device_name(), gpu_us=microseconds(on_gpu, repeats))
     return result
-
-
-# The book's own training loop in one process, on the DDP scripts' data, batch size and learning rate.
-PLAIN_TRAINING = """\
-import torch
-import torch.nn.functional as F
-from torch.utils.data import DataLoader
-from snippets.appendix_a import NeuralNetwork
-from tools.bench import ddp_training_data
-torch.set_num_threads(1)  # as the DDP scripts do: one thread per process
-torch.manual_seed(123)
-model = NeuralNetwork(num_inputs=2, num_outputs=2)
-optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
-loader = DataLoader(ddp_training_data(), batch_size=2, shuffle=True, drop_last=True)
-for epoch in range({epochs}):
-    model.train()
-    for features, labels in loader:
-        loss = F.cross_entropy(model(features), labels)
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-    print(f"Epoch: {{epoch + 1}}", flush=True)
-"""
 
 
 def ddp_training_data():
     """The DDP scripts' training set (the enlarged toy data), from DDP-script.py itself."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("ddp_script", ROOT / "scripts" / "DDP-script.py")
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)  # its launcher runs only under __main__
-    return script.prepare_dataset(0, 1)[0].dataset
-EPOCH_LINE = re.compile(r"Epoch: (\d+)")
+    script = runpy.run_path(str(ROOT / "scripts" / "DDP-script.py"))  # its launcher runs only under __main__
+    return script["prepare_dataset"](0, 1)[0].dataset
 
 
-def epoch_times(command):
-    """Seconds from the launch to the end of each epoch (its last line's arrival), and to the exit.
-    A DDP script's rank 0 prints an epoch's lines once every rank has finished it."""
+def plain_training(epochs):
+    """The book's own training loop in one process, on the DDP scripts' data, batch size and learning rate."""
+    import torch
+    import torch.nn.functional as F
+    from torch.utils.data import DataLoader
+
+    from snippets.appendix_a import NeuralNetwork
+
+    torch.set_num_threads(1)  # as the DDP scripts do: one thread per process
+    torch.manual_seed(123)
+    model = NeuralNetwork(num_inputs=2, num_outputs=2)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
+    loader = DataLoader(ddp_training_data(), batch_size=2, shuffle=True, drop_last=True)
+    for epoch in range(epochs):
+        model.train()
+        for features, labels in loader:
+            loss = F.cross_entropy(model(features), labels)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+        print(f"Epoch: {epoch + 1}", flush=True)
+
+
+def launch(command, steps):
+    """One launch's wall time, start-up and step. A DDP script's rank 0 prints an epoch's lines once every
+    rank has finished it: an epoch ends at its last line, and lasts the median gap between epochs' ends."""
     start = time.perf_counter()
     process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
@@ -186,19 +187,9 @@ def epoch_times(command):
             ends[int(match[1])] = time.perf_counter() - start
     if process.wait() != 0 or len(ends) != EPOCHS:
         raise RuntimeError(f"{' '.join(map(str, command))} failed (exit status {process.returncode})")
-    return [ends[epoch] for epoch in sorted(ends)], time.perf_counter() - start
-
-
-def launch_figures(launches, steps):
-    """Medians over launches: the wall time, the start-up and one step (from the gaps between epochs)."""
-    walls, startups, step_ms = [], [], []
-    for ends, wall in launches:
-        epoch = statistics.median(later - earlier for earlier, later in zip(ends, ends[1:]))
-        walls.append(wall)
-        startups.append(ends[0] - epoch)
-        step_ms.append(epoch / steps * 1e3)
-    return {"wall": statistics.median(walls), "startup": statistics.median(startups),
-            "step_ms": statistics.median(step_ms)}
+    wall, ends = time.perf_counter() - start, [ends[epoch] for epoch in sorted(ends)]
+    epoch = statistics.median(later - earlier for earlier, later in zip(ends, ends[1:]))
+    return {"wall": wall, "startup": ends[0] - epoch, "step_ms": epoch / steps * 1e3}
 
 
 def measure_ddp(rounds):
@@ -207,16 +198,16 @@ def measure_ddp(rounds):
                                              str(processes)],
                  "torchrun": lambda processes: [sys.executable, "-m", "torch.distributed.run", "--standalone",
                                                 f"--nproc_per_node={processes}", "scripts/DDP-script-torchrun.py"]}
-    commands = {"plain": ([sys.executable, "-c", PLAIN_TRAINING.format(epochs=EPOCHS)], samples // 2)}
-    commands.update({  # (command, steps per epoch): DistributedSampler pads to equal shares; batches of 2
-        f"{launcher} {n}": ([*command(n), "--epochs", str(EPOCHS)], -(-samples // n) // 2)
-        for launcher, command in launchers.items() for n in WORLD_SIZES})
-    launches = {name: [] for name in commands}
-    for _ in range(rounds):  # every launch once per round, so all see the same load
-        for name, (command, _) in commands.items():
-            launches[name].append(epoch_times(command))
-    return {"epochs": EPOCHS, "runs": rounds,
-            "launches": {name: launch_figures(launches[name], steps) for name, (_, steps) in commands.items()}}
+    plain = f"from tools.bench import plain_training; plain_training({EPOCHS})"
+    commands = {"plain": ([sys.executable, "-c", plain], samples // 2), **{
+        # (command, steps per epoch): DistributedSampler pads to equal shares; batches of 2
+        f"{launcher} {n}": ([*command(n), "--epochs", str(EPOCHS)], math.ceil(samples / n) // 2)
+        for launcher, command in launchers.items() for n in WORLD_SIZES}}
+    launches = in_turns({name: functools.partial(launch, command, steps)
+                         for name, (command, steps) in commands.items()}, rounds)
+    return {"epochs": EPOCHS, "runs": rounds, "launches": {
+        name: {key: statistics.median(figures[key] for figures in runs) for key in runs[0]}
+        for name, runs in launches.items()}}
 
 
 def measure_tests():
@@ -281,43 +272,43 @@ def two_against_one(ddp, key, language="en"):
         for launcher in ("spawn", "torchrun"))
 
 
-# README is in English: each section's rows, (the words' key in tools/editions.py, the figure).
-README_ROWS = {
-    "builds": lambda builds: [
-        ("readme_cold", f"{builds['cold']:.2f} s against {builds['plain']:.2f} s: "
-                        f"{ratio(builds['cold'], builds['plain'])}"),
-        ("readme_repeat", f"{builds['repeat']:.2f} s: {ratio(builds['repeat'], builds['plain'])}"),
-        ("readme_rebuild", f"{builds['rebuild']:.2f} s against {builds['plain_rebuild']:.2f} s: "
-                           f"{ratio(builds['rebuild'], builds['plain_rebuild'])}")],
-    "pages": lambda pages: [("readme_largest",
-                             f"{pages['largest_kb']:.0f} KB (gzip {pages['largest_gzip_kb']:.0f} KB), "
-                             f"`{pages['largest']}`; {pages['over_200_kb']} of {pages['pages']} pages over 200 KB")],
-    "tests": lambda tests: [("readme_tests", f"{tests['seconds']:.0f} s, {tests['summary']}"
-                             + ("" if tests["passed"] else ": FAILED"))],
-    "ddp": lambda ddp: [("readme_ddp_wall", two_against_one(ddp, "wall")),
-                        ("readme_ddp_step", two_against_one(ddp, "step_ms"))],
-    "matmul": lambda matmul: [("readme_matmul", f"{matmul['cpu_us']:.0f} µs")],
-}
+def against(value, baseline):
+    return f"{value:.2f} s against {baseline:.2f} s: {ratio(value, baseline)}"
+
+
+def readme_rows(results):
+    """README's rows, in English: (the words' key in tools/editions.py, the figure), for each section measured."""
+    if builds := results.get("builds"):
+        yield "readme_cold", against(builds["cold"], builds["plain"])
+        yield "readme_repeat", f"{builds['repeat']:.2f} s: {ratio(builds['repeat'], builds['plain'])}"
+        yield "readme_rebuild", against(builds["rebuild"], builds["plain_rebuild"])
+    if pages := results.get("pages"):
+        yield "readme_largest", (f"{pages['largest_kb']:.0f} KB (gzip {pages['largest_gzip_kb']:.0f} KB), "
+                                 f"`{pages['largest']}`; {pages['over_200_kb']} of {pages['pages']} pages over 200 KB")
+    if matmul := results.get("matmul"):
+        yield "readme_matmul", f"{matmul['cpu_us']:.0f} µs"
+    if ddp := results.get("ddp"):
+        yield "readme_ddp_wall", two_against_one(ddp, "wall")
+        yield "readme_ddp_step", two_against_one(ddp, "step_ms")
+    if tests := results.get("tests"):
+        yield "readme_tests", f"{tests['seconds']:.0f} s, {tests['summary']}" + ("" if tests["passed"] else ": FAILED")
 
 
 def readme_md(results):
-    """The table of every section measured so far, and each run's date and machine once."""
-    measured = [section for section in SECTIONS if section in results]
-    rows = [row for section in measured for row in README_ROWS[section](results[section])]
-    labels = dict.fromkeys(label(results[section]) for section in measured)
-    words = ENGLISH.words
-    return ("| What | Figure |\n| --- | --- |\n" + "".join(f"| {words[what]} | {figure} |\n" for what, figure in rows)
+    """The table, then each run's date and machine once."""
+    labels = dict.fromkeys(label(results[section]) for section in SECTIONS if section in results)
+    return ("| What | Figure |\n| --- | --- |\n"
+            + "".join(f"| {ENGLISH.words[what]} | {figure} |\n" for what, figure in readme_rows(results))
             + "\n" + "\n".join(labels) + "\n")
 
 
 def render(results, out):
-    """Write measured/*.md and README's marked region from the results."""
+    """Write measured/*.md and README's marked region under `out`."""
     for language, suffix in [("en", ".md"), ("zh", ".zh.md")]:
         (out / "measured" / f"matmul{suffix}").write_text(matmul_md(results["matmul"], language))
         (out / "measured" / f"ddp{suffix}").write_text(ddp_md(results["ddp"], language))
     readme = out / "README.md"
-    text = (readme if readme.exists() else ROOT / "README.md").read_text()
-    before, rest = text.split(README_START, 1)
+    before, rest = (readme if readme.exists() else ROOT / "README.md").read_text().split(README_START, 1)
     after = rest.split(README_END, 1)[1]
     readme.write_text(f"{before}{README_START}\n{readme_md(results)}{README_END}{after}")
 
@@ -333,7 +324,8 @@ def main(argv=None):
     sections = args.only or (QUICK if args.quick else SECTIONS)
     repeats = 3 if args.quick else 5
     options = " ".join(["--quick"] * args.quick + (["--only", *args.only] if args.only else []))
-    command = "make bench" + (f' ARGS="{options}"' if " " in options else f" ARGS={options}" if options else "")
+    quoted = f'"{options}"' if " " in options else options
+    command = f"make bench ARGS={quoted}" if options else "make bench"
     os.chdir(ROOT)  # the snippets extension reads its files relative to the working directory
     results_file = args.out / "measured" / "bench.json"
     results_file.parent.mkdir(parents=True, exist_ok=True)
