@@ -102,7 +102,8 @@ def measure_builds(work, repeats):
               "plain": lambda: run([*MKDOCS, "--config-file", plain, "--site-dir", site]),
               "rebuild": lambda: build_in_process(ROOT / "mkdocs.yml", site, True),
               "plain_rebuild": lambda: build_in_process(plain, site, False)}
-    builds["rebuild"](), builds["plain_rebuild"]()  # imports, warm caches
+    for warm_up in ("rebuild", "plain_rebuild"):  # imports, warm caches
+        builds[warm_up]()
     times = in_turns({name: functools.partial(seconds, build) for name, build in builds.items()}, repeats)
     return {**{name: statistics.median(values) for name, values in times.items()}, "runs": repeats}
 
