@@ -1,9 +1,7 @@
-"""Fixtures shared by the test files: one recording of every page, one strict build of the site
-(both editions, as `make build` makes them: English in the root, Chinese in zh/), and one as the
-Pages workflow publishes it (under a project's sub-path).
+"""Fixtures shared by the test files: one recording of every page; the site built strictly as `make build`
+builds it (English in the root, Chinese in zh/), and as the Pages workflow publishes it (under a sub-path).
 
-`pytest --update-outputs` re-records: the recording that the tests compare with what is stored
-is written instead (all or nothing), so the comparisons then pass. `make outputs` does the same.
+`pytest --update-outputs` (what `make outputs` does) writes the recording instead of comparing with it.
 """
 
 import subprocess
@@ -94,15 +92,10 @@ def published_site(tmp_path_factory) -> Path:
 
 
 def _nav_sources(entries) -> list[str]:
-    sources = []
-    for entry in entries:
-        if isinstance(entry, dict):
-            entry = next(iter(entry.values()))
-        if isinstance(entry, list):
-            sources += _nav_sources(entry)
-        elif isinstance(entry, str) and "://" not in entry:
-            sources.append(entry)
-    return sources
+    """The pages of a nav, depth first; links to other sites left out."""
+    values = [next(iter(entry.values())) if isinstance(entry, dict) else entry for entry in entries]
+    return [source for value in values
+            for source in (_nav_sources(value) if isinstance(value, list) else [value]) if "://" not in source]
 
 
 def nav_pages(edition: Edition) -> list[tuple[str, str]]:

@@ -10,6 +10,7 @@ A book cell may span several blocks of a page, as long as nothing comes between 
 import ast
 import html
 import re
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -144,58 +145,42 @@ def comparisons(differences=None, folder: Path = UPSTREAM) -> dict[str, Comparis
     return {name: compare(name, book_cells(name, folder), differences) for name in pages.NOTEBOOKS}
 
 
-def test_the_pages_show_the_books_code_and_outputs():
-    found = comparisons()
-    problems = [problem for comparison in found.values() for problem in comparison.problems]
-    assert not problems, "\n\n".join(problems)
-    print("".join(f"\n{name}: {c.unchanged} of {c.cells} cells unchanged, {c.same_outputs} of {c.outputs} "
-                  "outputs the book's" for name, c in found.items()))
-
-
-def upstream_with(tmp_path: Path, name: str, number: int, source: str | None = None,
-                  output: str | None = None) -> Path:
-    """A copy of the pinned notebooks with one code cell's source or output replaced."""
-    for other in pages.NOTEBOOKS:
-        (tmp_path / f"{other}.ipynb").write_text((UPSTREAM / f"{other}.ipynb").read_text())
-    notebook = nbformat.read(tmp_path / f"{name}.ipynb", as_version=4)
-    cell = [cell for cell in notebook.cells if cell.cell_type == "code"][number - 1]
-    if source is not None:
-        cell.source = source
-    if output is not None:
-        cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=output)]
-    nbformat.write(notebook, tmp_path / f"{name}.ipynb")
-    return tmp_path
-
-
 def problems_of(found: dict[str, Comparison]) -> list[str]:
     return [problem for comparison in found.values() for problem in comparison.problems]
 
 
-def test_a_changed_book_cell_is_reported(tmp_path):
-    changed = upstream_with(tmp_path, "code-part1", 10, source="tensor2d.shape[0]")
-    problems = problems_of(comparisons(folder=changed))
-    assert len(problems) == 1 and problems[0].startswith("code-part1 code cell 10 is not on the pages"), problems
+def test_the_pages_show_the_books_code_and_outputs():
+    found = comparisons()
+    assert not problems_of(found), "\n\n".join(problems_of(found))
+    print("".join(f"\n{name}: {c.unchanged} of {c.cells} cells unchanged, {c.same_outputs} of {c.outputs} "
+                  "outputs the book's" for name, c in found.items()))
 
 
-def test_a_changed_book_output_is_reported(tmp_path):
-    changed = upstream_with(tmp_path, "code-part1", 10, output="torch.Size([2, 4])\n")
-    problems = problems_of(comparisons(folder=changed))
-    assert len(problems) == 1 and problems[0].startswith("code-part1 code cell 10 prints something"), problems
-
-
-def test_a_cell_out_of_the_books_order_is_reported(tmp_path):
+@pytest.mark.parametrize(("changes", "reported"), [
+    ({10: {"source": "tensor2d.shape[0]"}}, "code-part1 code cell 10 is not on the pages"),
+    ({10: {"output": "torch.Size([2, 4])\n"}}, "code-part1 code cell 10 prints something"),
     # The book's cell 12 (`tensor2d.view(3, 2)`) moved before its cell 11 (`tensor2d.reshape(3, 2)`).
-    changed = upstream_with(upstream_with(tmp_path, "code-part1", 11, source="tensor2d.view(3, 2)"),
-                            "code-part1", 12, source="tensor2d.reshape(3, 2)")
-    problems = problems_of(comparisons(folder=changed))
-    assert [p.split(" is ")[0] for p in problems] == ["code-part1 code cell 12"], problems
-    assert "not in the book's order" in problems[0]
+    ({11: {"source": "tensor2d.view(3, 2)"}, 12: {"source": "tensor2d.reshape(3, 2)"}},
+     "code-part1 code cell 12 is on the pages, but not in the book's order"),
+], ids=["changed code", "changed output", "cells swapped"])
+def test_a_change_in_the_books_notebook_is_reported(changes, reported, tmp_path):
+    for name in pages.NOTEBOOKS:
+        shutil.copy(UPSTREAM / f"{name}.ipynb", tmp_path)
+    notebook = nbformat.read(tmp_path / "code-part1.ipynb", as_version=4)
+    code = [cell for cell in notebook.cells if cell.cell_type == "code"]
+    for number, change in changes.items():
+        if "source" in change:
+            code[number - 1].source = change["source"]
+        if "output" in change:
+            code[number - 1].outputs = [nbformat.v4.new_output("stream", name="stdout", text=change["output"])]
+    nbformat.write(notebook, tmp_path / "code-part1.ipynb")
+    problems = problems_of(comparisons(folder=tmp_path))
+    assert len(problems) == 1 and problems[0].startswith(reported), problems
 
 
 def test_an_undeclared_difference_and_a_stale_declaration_are_reported():
     declared = book.differences()
-    without = [d for d in declared if d.cells != (8,)]
-    problems = problems_of(comparisons(without))
+    problems = problems_of(comparisons([d for d in declared if d.cells != (8,)]))
     assert len(problems) == 1 and problems[0].startswith("code-part2 code cell 8 is not on the pages"), problems
     stale = book.Difference("code-part1", (10,), None, ("a2_tensors:shape",), {"en": "", "zh": ""},
                             "a2-understanding-tensors.md")
@@ -203,15 +188,15 @@ def test_an_undeclared_difference_and_a_stale_declaration_are_reported():
     assert len(problems) == 1 and "code-part1 code cell 10 is declared" in problems[0], problems
 
 
-def test_a_malformed_declaration_is_refused(tmp_path):
+@pytest.mark.parametrize(("fields", "refusal"), [
+    ('notebook = "code-part3"\ncells = [1]\nsections = ["a"]', "difference 1: notebook must be one of code-part1"),
+    ('notebook = "code-part1"\ncells = [1]\nsections = ["a2_tensors:not_there"]',
+     "sections must name sections shown on the pages of code-part1"),
+], ids=["unknown notebook", "section not shown"])
+def test_a_malformed_declaration_is_refused(fields, refusal, tmp_path):
     declared = tmp_path / "book_differences.toml"
-    declared.write_text('[[difference]]\nnotebook = "code-part3"\ncells = [1]\nsections = ["a"]\n'
-                        'reason = "x"\nreason_zh = "x"\n')
-    with pytest.raises(ValueError, match="difference 1: notebook must be one of code-part1"):
-        book.differences(declared)
-    declared.write_text('[[difference]]\nnotebook = "code-part1"\ncells = [1]\n'
-                        'sections = ["a2_tensors:not_there"]\nreason = "x"\nreason_zh = "x"\n')
-    with pytest.raises(ValueError, match="sections must name sections shown on the pages of code-part1"):
+    declared.write_text(f'[[difference]]\n{fields}\nreason = "x"\nreason_zh = "x"\n')
+    with pytest.raises(ValueError, match=refusal):
         book.differences(declared)
 
 

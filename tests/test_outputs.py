@@ -28,13 +28,7 @@ def test_every_page_prints_what_is_stored(recording):
 
 def stored_with(change: dict) -> dict:
     """What is stored, with some files changed (text) or removed (None)."""
-    stored = store.stored_files()
-    for path, text in change.items():
-        if text is None:
-            del stored[path]
-        else:
-            stored[path] = text
-    return stored
+    return {path: text for path, text in {**store.stored_files(), **change}.items() if text is not None}
 
 
 def test_one_changed_character_fails_with_a_diff_naming_the_file(recording):
@@ -95,8 +89,8 @@ RANDOM = [key for key, spec in store.varying_patterns().items() if spec.get("ran
 
 @pytest.mark.parametrize("key", RANDOM)
 def test_an_unseeded_output_keeps_its_layout_whatever_the_draw(key, recording):
-    """The page's code up to the section, run DRAWS times in this process from fresh random states:
-    every printout has the recorded layout (its lines' count and lengths), only the digits change."""
+    """The page's code up to the section, run DRAWS times here from fresh random states: every printout
+    has the recorded layout (its lines' count and lengths), only the digits change."""
     page = next(p for p, run in recording.runs.items() if key in [c.key for c in run["cells"]])
     cells = recording.runs[page]["cells"]
     prefix = cells[: [c.key for c in cells].index(key) + 1]
@@ -160,8 +154,7 @@ def test_an_interrupted_recording_changes_nothing_and_leaves_nothing_running(sig
 
 
 def test_every_torch_version_typed_in_the_repository_is_the_recorded_one():
-    """The pins, the install commands and the output titles name the torch that recorded the outputs:
-    after an upgrade and `make outputs`, this names every place still showing the old version."""
+    """Pins, install commands, output titles: after an upgrade and `make outputs`, what still shows the old one."""
     recorded = json.loads(store.MANIFEST.read_text())["environment"]["torch"].split("+")[0]
     files = [*ROOT.glob("docs*/*.md"), ROOT / "README.md", ROOT / "requirements.in", ROOT / "requirements.txt"]
     stale = [f"{path.relative_to(ROOT)}: torch {version}" for path in files

@@ -17,38 +17,30 @@ from tools import pages
 from tools.editions import CHINESE, EDITIONS, ENGLISH, GLOSSARY
 from tools.store import tomllib
 
-DOCS = ROOT / "docs"
+
+def soup_of(site: Path, url: str) -> BeautifulSoup:
+    return BeautifulSoup((site / url / "index.html").read_text(), "html.parser")
 
 
-def blocks(page_html: str) -> list[tuple[str, str]]:
-    """(title, text) of every Python block and Output block on a built page, in page order, collapsed ones
-    included (shell commands are instructions in the prose, their comments in the page's language)."""
-    soup = BeautifulSoup(page_html, "html.parser")
-    found = []
-    for block in soup.select(".md-content div.highlight:is(.language-python, .language-text)"):
-        title = block.select_one(".filename")
-        code = block.select_one("pre > code")
-        found.append((title.get_text() if title else "", code.get_text() if code else ""))
-    return found
-
-
-def test_the_site_builds_strictly(built_site):
-    for edition in EDITIONS.values():
-        home = (built_site / edition.prefix / "index.html").read_text()
-        assert f'<html lang="{edition.language}"' in home
-        assert (built_site / edition.prefix / "notebooks" / "code-part1" / "index.html").exists()
+def blocks(soup: BeautifulSoup) -> list[tuple[str, str]]:
+    """(title, text) of every Python and Output block, in page order, collapsed ones included (shell
+    commands are instructions in the prose, their comments in the page's language)."""
+    return [(title.get_text() if (title := block.select_one(".filename")) else "",
+             code.get_text() if (code := block.select_one("pre > code")) else "")
+            for block in soup.select(".md-content div.highlight:is(.language-python, .language-text)")]
 
 
 @pytest.mark.parametrize("page", pages.chapter_pages())
 def test_a_page_shows_its_download_and_the_outputs_it_prints(page, built_site, recording):
     """Copying a page's blocks gives the download, which the recording ran alone; under each block
-    the page shows what that run printed."""
+    the page shows what that run printed, and the plots it drew."""
     url = Path(page).stem
-    shown = blocks((built_site / url / "index.html").read_text())
-    code = [text.rstrip("\n") for title, text in shown if not title.startswith("Output")]
+    soup = soup_of(built_site, url)
+    shown = blocks(soup)
     download = (built_site / "downloads" / pages.download_name(page)).read_text()
     assert download == pages.download_text(page), "the served download is not the page's program"
     # A block may show several sections, one after another: compare the code as a whole.
+    code = [text.rstrip("\n") for title, text in shown if not title.startswith("Output")]
     assert "\n".join(code) == "\n".join(pages.split_download(download)), (
         f"the code blocks of {url}/, copied top to bottom, are not its download")
     run = recording.runs[page]
@@ -56,7 +48,6 @@ def test_a_page_shows_its_download_and_the_outputs_it_prints(page, built_site, r
     outputs = [text for title, text in shown if title.startswith("Output")]
     # Markdown expands tabs (A.8's error message has one) to 4 columns.
     assert "".join(outputs) == "".join(printed).expandtabs(4), f"the Output blocks of {url}/ are not what it printed"
-    soup = BeautifulSoup((built_site / url / "index.html").read_text(), "html.parser")
     shown_plots = [img["src"] for img in soup.select(".md-content figure.plot img")]
     drawn = [f"../plots/{key.replace(':', '/')}.svg" for key in run["plots"]]
     assert shown_plots == drawn, f"{url}/ shows the plots {shown_plots}, its run drew {drawn}"
@@ -71,8 +62,7 @@ def test_a_page_shows_its_download_and_the_outputs_it_prints(page, built_site, r
 @pytest.mark.parametrize("edition", EDITIONS.values(), ids=EDITIONS)
 @pytest.mark.parametrize("name", pages.NOTEBOOKS)
 def test_a_notebook_page_links_its_chapters_and_colab(name, edition, built_site):
-    page = built_site / edition.prefix / "notebooks" / name / "index.html"
-    box = BeautifulSoup(page.read_text(), "html.parser").select_one(".admonition.info")
+    box = soup_of(built_site, f"{edition.prefix}notebooks/{name}").select_one(".admonition.info")
     assert box.select_one(".admonition-title").get_text() == edition.words["read_along"]
     chapters = [a["href"] for a in box.select("a") if "colab" not in a["href"]]
     assert chapters == [f"../../{Path(page).stem}/" for page in pages.NOTEBOOKS[name]]
@@ -89,7 +79,7 @@ ENGLISH_ONLY = "authoring.md"  # a maintainers' page: the Chinese edition shows 
 
 
 def test_every_english_page_has_its_chinese_counterpart():
-    """Same file names, same order (the strict build fails on a page in the nav that does not exist)."""
+    """Same file names, same order (PAIRS zips them; the strict build fails on a missing page)."""
     english, chinese = ([source.split("/", 1)[1] for source, _ in nav_pages(e)] for e in (ENGLISH, CHINESE))
     assert chinese == english, f"{CHINESE.config} lists {chinese}, {ENGLISH.config} lists {english}"
 
@@ -104,8 +94,8 @@ def _prose(page_html: str) -> list[str]:
 
 
 def _words_a_reader_sees(page_html: str) -> dict[str, list[str]]:
-    """The texts of a page by kind: prose (paragraphs, headings, cells), titles (of code, output and
-    boxes, tabs), captions (figures, images' alt text) and the interface (tooltips, labels, the nav)."""
+    """The texts of a page by kind: prose, titles (of code, output, boxes, tabs), captions (and alt
+    texts) and the interface (tooltips, labels, the nav); code, and text marked in another language, left out."""
     soup = BeautifulSoup(page_html, "html.parser")
     for other in soup.select('[lang]:not(html), script, style, math, .headerlink'):  # e.g. the other edition's line
         other.decompose()
@@ -143,6 +133,15 @@ def english_runs(text: str) -> list[str]:
     return LATIN_RUN.findall(text)
 
 
+@pytest.mark.parametrize(("text", "runs"), [
+    ("输出 · 录制于 torch 2.13.0+cpu，CPU only, 2 cores", ["CPU only"]),
+    ("在 NVIDIA GPU 上，Expected all tensors 与 `scripts/DDP-script.py` 的“Set sampler in DDP example”（world size）",
+     ["Expected all tensors"]),
+], ids=["a version and a count", "names, code, quotes and glosses"])
+def test_english_words_on_a_chinese_page_are_found_and_names_pass(text, runs):
+    assert english_runs(text) == runs
+
+
 @pytest.mark.parametrize("chinese", [zh for _, zh in PAIRS if not zh[0].endswith(ENGLISH_ONLY)], ids=lambda p: p[1])
 def test_a_chinese_page_is_written_in_chinese(chinese, built_site):
     page = (built_site / chinese[1] / "index.html").read_text()
@@ -157,7 +156,6 @@ def test_a_chinese_page_is_written_in_chinese(chinese, built_site):
 
 
 def test_the_chinese_plots_and_404_page_are_in_chinese(built_site):
-    """The plots, drawn once per edition, and the page for an address that does not exist."""
     for svg in sorted((ROOT / "snippets" / "outputs").glob(f"*/*{CHINESE.plot_suffix}")):
         texts = re.findall(r"<text[^>]*>([^<]*)</text>", svg.read_text())
         assert any(HAN.search(text) for text in texts), f"{svg.name} has no Chinese text"
@@ -165,12 +163,6 @@ def test_the_chinese_plots_and_404_page_are_in_chinese(built_site):
     seen = _words_a_reader_sees((built_site / "zh" / "404.html").read_text())
     left = [run for texts in seen.values() for text in texts for run in english_runs(text)]
     assert not left, f"zh/404.html shows English: {left}"
-
-
-def test_english_words_on_a_chinese_page_are_found_and_names_pass():
-    assert english_runs("输出 · 录制于 torch 2.13.0+cpu，CPU only, 2 cores") == ["CPU only"]
-    assert english_runs("在 NVIDIA GPU 上，Expected all tensors 与 `scripts/DDP-script.py` 的"
-                        "“Set sampler in DDP example”（world size）") == ["Expected all tensors"]
 
 
 def chinese_texts() -> dict[str, str]:
@@ -187,12 +179,9 @@ def chinese_texts() -> dict[str, str]:
 
 
 def glossary_problems(texts: dict[str, str]) -> list[str]:
-    problems = []
-    for term in tomllib.loads(GLOSSARY.read_text())["term"]:
-        problems += [f"{where}: {found[0]!r} where the glossary says {term['chinese']} ({term['english']})"
-                     for variant in term.get("avoid", []) for where, text in texts.items()
-                     for found in re.finditer(variant, text)]
-    return problems
+    return [f"{where}: {found[0]!r} where the glossary says {term['chinese']} ({term['english']})"
+            for term in tomllib.loads(GLOSSARY.read_text())["term"] for variant in term.get("avoid", [])
+            for where, text in texts.items() for found in re.finditer(variant, text)]
 
 
 def test_the_chinese_edition_uses_the_glossarys_terms():
@@ -212,14 +201,17 @@ def test_a_variant_the_glossary_rules_out_is_reported():
 
 
 @pytest.mark.parametrize(("english", "chinese"), PAIRS, ids=[zh[1] for _, zh in PAIRS])
-def test_a_chinese_page_shows_the_code_and_outputs_of_its_english_page(english, chinese, built_site):
-    """Code blocks, Output blocks, plots, diagrams and heading anchors: the same, in the same order (titles
-    are translated)."""
-    shown = {}
-    for source, url in (english, chinese):
-        page = (built_site / url / "index.html").read_text()
-        soup = BeautifulSoup(page, "html.parser")
-        shown[source] = {"code and outputs": [text for _, text in blocks(page)],
+def test_a_chinese_page_matches_its_english_page_and_links_to_it(english, chinese, built_site):
+    """Both show the same code and Output blocks, plots, diagrams and heading anchors, in the same order
+    (titles are translated); each is marked with its language and switches to the other."""
+    shown, expected = {}, {ENGLISH.language: "/" + english[1], CHINESE.language: "/" + chinese[1]}
+    for (source, url), language in ((english, ENGLISH.language), (chinese, CHINESE.language)):
+        soup = soup_of(built_site, url)
+        assert soup.html["lang"] == language, f"{url or 'index'} is marked <html lang={soup.html['lang']!r}>"
+        switch = {link["hreflang"]: posixpath.normpath(posixpath.join("/" + url, link["href"])).rstrip("/") + "/"
+                  for link in soup.select("a.md-select__link[hreflang]")}
+        assert switch == expected, f"on {url or 'index'}, the language switch leads to {switch}"
+        shown[source] = {"code and outputs": [text for _, text in blocks(soup)],
                          # each edition's own drawing of the same plot: SECTION.svg, SECTION.zh.svg
                          "plots": [re.sub(r"(\.zh)?\.svg$", "", img["src"])
                                    for img in soup.select(".md-content figure.plot img")],
@@ -231,20 +223,18 @@ def test_a_chinese_page_shows_the_code_and_outputs_of_its_english_page(english, 
             f"{chinese[0]} does not show the {what} of {english[0]}: change the pages together")
 
 
-@pytest.mark.parametrize(("english", "chinese"), PAIRS, ids=[zh[1] for _, zh in PAIRS])
-def test_the_language_switch_leads_to_the_same_page_in_the_other_edition(english, chinese, built_site):
-    for _, url in (english, chinese):
-        soup = BeautifulSoup((built_site / url / "index.html").read_text(), "html.parser")
-        links = {a["hreflang"]: a["href"] for a in soup.select("a.md-select__link[hreflang]")}
-        leads_to = {language: posixpath.normpath(posixpath.join("/" + url, href)).rstrip("/") + "/"
-                    for language, href in links.items()}
-        expected = {"en": "/" + english[1], "zh": "/" + chinese[1]}
-        assert leads_to == expected, f"on {url or 'index'}, the language switch leads to {leads_to}"
-
+# ---------------------------------------------------------------------------------------------
+# One page, the whole site, the sources
 
 def test_the_exercises_box_comes_after_the_solutions(built_site):
     text = (built_site / "exercises" / "index.html").read_text()
     assert text.index("Run it yourself") > text.rindex("Exercise A.4")
+
+
+def test_math_is_rendered_to_mathml_at_build_time(built_site):
+    page = (built_site / "a4-automatic-differentiation" / "index.html").read_text()
+    assert len(re.findall(r'<math [^>]*display="block"', page)) == 2
+    assert "\\frac" not in html.unescape(page)
 
 
 CODE_COLUMN = 80  # characters of code that Material's code column shows on a 1280 px screen
@@ -255,37 +245,24 @@ def test_no_code_on_a_page_is_wider_than_the_code_column(built_site):
     wide = []
     for page in sorted(built_site.rglob("*.html")):
         soup = BeautifulSoup(page.read_text(), "html.parser")
-        blocks = soup.select(".md-content div.highlight, .jp-InputArea .highlight-ipynb")
-        code = [block.select_one("pre") for block in blocks
+        code = [block.select_one("pre") for block in soup.select(".md-content div.highlight, .jp-InputArea "
+                                                                 ".highlight-ipynb")
                 if not {"language-bash", "language-text"} & set(block.get("class", []))]
-        for pre in filter(None, code):
-            wide += [f"{page.relative_to(built_site)}: {line}" for line in pre.get_text().splitlines()
-                     if len(line.rstrip()) > CODE_COLUMN]
+        wide += [f"{page.relative_to(built_site)}: {line}" for pre in filter(None, code)
+                 for line in pre.get_text().splitlines() if len(line.rstrip()) > CODE_COLUMN]
     assert not wide, f"{len(wide)} code lines wider than {CODE_COLUMN} characters:\n" + "\n".join(wide[:20])
 
 
 def test_no_python_is_typed_into_a_page():
     fence = re.compile(r"^[ \t]*```(?:python|py)\b[^\n]*\n(.*?)^[ \t]*```", re.S | re.M)
-    for page in DOCS.rglob("*.md"):
+    for page in (ROOT / "docs").rglob("*.md"):
         for body in fence.findall(page.read_text()):
             typed = [line for line in body.splitlines() if line.strip() and "--8<--" not in line]
             assert not typed, f"{page.relative_to(ROOT)} types Python instead of including a snippet: {typed[0]!r}"
 
 
-def test_math_is_rendered_to_mathml_at_build_time(built_site):
-    page = (built_site / "a4-automatic-differentiation" / "index.html").read_text()
-    assert len(re.findall(r'<math [^>]*display="block"', page)) == 2
-    assert "\\frac" not in html.unescape(page)
-
-
-def _site_copy(tmp_path: Path) -> Path:
-    """A copy of everything the build reads, to break on purpose without touching the repository."""
-    copy = tmp_path / "repo"
-    for name in ["docs", "snippets", "scripts", "tools", "overrides", "measured"]:
-        shutil.copytree(ROOT / name, copy / name, ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(ROOT / "mkdocs.yml", copy / "mkdocs.yml")
-    return copy
-
+# ---------------------------------------------------------------------------------------------
+# The strict build refuses a broken repository
 
 def _append(path: Path, text: str):
     path.write_text(path.read_text() + text)
@@ -296,8 +273,13 @@ def _change_code(path: Path, section: str):
     path.write_text(path.read_text().replace(f"# --8<-- [end:{section}]", f"x = 1\n# --8<-- [end:{section}]"))
 
 
-# Each problem is planted in a copy of the repository; a strict build must fail and name it.
-MISSING_SECTION = '\n```python\n--8<-- "snippets/a2_tensors.py:no_such_section"\n```\n'
+# {problem: (how to plant it in a copy of the repository, what the build's warnings must say)}
+MISSING_SECTION = {  # an error, which stops the build before it could warn of anything else: planted alone
+    "a section that does not exist": (
+        lambda repo: _append(repo / "docs/a2-understanding-tensors.md",
+                             '\n```python\n--8<-- "snippets/a2_tensors.py:no_such_section"\n```\n'),
+        ["no_such_section"]),
+}
 WARNINGS = {  # problems the build reports as warnings, which --strict turns into a failure: planted together
     "a broken link": (
         lambda repo: _append(repo / "docs/a3-computation-graphs.md",
@@ -313,23 +295,20 @@ WARNINGS = {  # problems the build reports as warnings, which --strict turns int
 }
 
 
-def test_the_strict_build_stops_on_a_missing_section(tmp_path):
-    copy = _site_copy(tmp_path)
-    _append(copy / "docs/a2-understanding-tensors.md", MISSING_SECTION)
+@pytest.mark.parametrize("planted", [MISSING_SECTION, WARNINGS], ids=["a missing section", "warnings"])
+def test_the_strict_build_stops_on_a_broken_repository_and_names_each_problem(planted, tmp_path):
+    copy = tmp_path / "repo"  # of everything the build reads, to break without touching the repository
+    for name in ["docs", "snippets", "scripts", "tools", "overrides", "measured"]:
+        shutil.copytree(ROOT / name, copy / name, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "mkdocs.yml", copy / "mkdocs.yml")
+    for plant, _ in planted.values():
+        plant(copy)
     result = mkdocs_build(copy / "mkdocs.yml", tmp_path / "site")
-    assert result.returncode != 0 and "no_such_section" in result.stderr, result.stderr
-
-
-def test_the_strict_build_stops_on_warnings_and_names_each(tmp_path):
-    copy = _site_copy(tmp_path)
-    for break_it, _ in WARNINGS.values():
-        break_it(copy)
-    result = mkdocs_build(copy / "mkdocs.yml", tmp_path / "site")
-    assert result.returncode != 0, "the build passed with " + ", ".join(WARNINGS)
+    assert result.returncode != 0, "the build passed with " + ", ".join(planted)
     warnings = "\n".join(line for line in result.stderr.splitlines() if line.startswith("WARNING"))
-    for breakage, (_, named) in WARNINGS.items():
+    for problem, (_, named) in planted.items():
         missing = [text for text in named if text not in warnings]
-        assert not missing, f"no warning names {breakage} ({missing[0]!r}):\n{result.stderr}"
+        assert not missing, f"no warning names {problem} ({missing[0]!r}):\n{result.stderr}"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -349,13 +328,12 @@ def test_edit_links_only_where_the_page_source_is_in_the_repository(built_site, 
     edit_link = re.compile(r'<a href="([^"]*)"[^>]*rel="edit"')
     problems = []
     for source, url in (page for pair in PAIRS for page in pair):  # every page of both editions
-        page = (url or "") + "index.html"
-        links = edit_link.findall((published_site / SUB_PATH / page).read_text())
+        links = edit_link.findall((published_site / SUB_PATH / url / "index.html").read_text())
         if source.endswith(".ipynb"):
             if links:
                 problems.append(f"{url}: a generated notebook page offers an edit link to {links[0]}")
         elif links != [f"{PUBLISHED['REPO_URL']}/edit/main/{source}"]:
             problems.append(f"{url or 'index'}: edit link {links or 'missing'}, expected one to {source}")
-        if local := edit_link.findall((built_site / page).read_text()):
+        if local := edit_link.findall((built_site / url / "index.html").read_text()):
             problems.append(f"{url or 'index'}: a local build links to {local[0]}, which is not this repository")
     assert not problems, "\n".join(problems)
