@@ -93,9 +93,14 @@ def published_site(tmp_path_factory) -> Path:
 
 def _nav_sources(entries) -> list[str]:
     """The pages of a nav, depth first; links to other sites left out."""
-    values = [next(iter(entry.values())) if isinstance(entry, dict) else entry for entry in entries]
-    return [source for value in values
-            for source in (_nav_sources(value) if isinstance(value, list) else [value]) if "://" not in source]
+    sources = []
+    for entry in entries:
+        value = next(iter(entry.values())) if isinstance(entry, dict) else entry
+        if isinstance(value, list):
+            sources += _nav_sources(value)
+        elif "://" not in value:
+            sources.append(value)
+    return sources
 
 
 def nav_pages(edition: Edition) -> list[tuple[str, str]]:
