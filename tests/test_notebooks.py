@@ -7,6 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import nbformat
 import pytest
+from conftest import needs_torch
 from nbclient import NotebookClient
 
 from tools import notebooks, pages, store
@@ -27,6 +28,7 @@ def stdout_of(cell) -> str:
 @pytest.fixture(scope="session")
 def reexecuted(tmp_path_factory):
     """Each stored notebook executed again in a fresh kernel, in an empty folder."""
+    needs_torch()
     def run(name):
         notebook = stored(name)
         for cell in notebook.cells:

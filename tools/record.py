@@ -156,6 +156,21 @@ def record_report(path: Path) -> Recording:
     return recording
 
 
+def _cjk_font_found() -> bool:
+    """Whether matplotlib finds the font the Chinese plots' labels are laid out with."""
+    from matplotlib import font_manager
+
+    for read_cache in (True, False):  # a font installed after matplotlib cached its list is not in it
+        if not read_cache:
+            font_manager.fontManager = font_manager._load_fontmanager(try_read_cache=False)
+        try:
+            font_manager.fontManager.findfont("WenQuanYi Micro Hei", fallback_to_default=False)
+            return True
+        except ValueError:
+            pass
+    return False
+
+
 def main() -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so that `finally` blocks run
     if sys.argv[1:] == ["--gpu"] or sys.argv[1:2] == ["--report"] and len(sys.argv) == 3:
@@ -166,11 +181,7 @@ def main() -> int:
             return 1
         print("recorded the GPU outputs:" + "".join(f"\n  {path.relative_to(ROOT)}" for path in changed))
         return 0
-    from matplotlib import font_manager  # the Chinese plots' labels are laid out with a CJK font
-
-    try:
-        font_manager.findfont("WenQuanYi Micro Hei", fallback_to_default=False)
-    except ValueError:
+    if not _cjk_font_found():
         print("note: no WenQuanYi Micro Hei font here, so the Chinese plots' labels are measured with a "
               "Latin font and may not fit their boxes; install it first (Debian: apt-get install "
               "fonts-wqy-microhei).", file=sys.stderr)

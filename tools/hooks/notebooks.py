@@ -83,14 +83,15 @@ def _read_along(page, config) -> str:
 
 # Display math in a notebook's text cells, which Jupyter and Colab render with MathJax; the site
 # renders it to MathML here, as on the chapter pages, so it needs no script and no network.
-NOTEBOOK_MATH = re.compile(r"\$\$(.+?)\$\$", re.S)
+# mkdocs-jupyter 0.26 passes `$$…$$` through; 0.27 (Python 3.12 and newer) writes it as `\[…\]`.
+NOTEBOOK_MATH = re.compile(r"\$\$(.+?)\$\$|\\\[(.+?)\\\]", re.S)
 
 
 def on_post_page(output: str, /, *, page: Page, config: MkDocsConfig) -> str:
     if not page.file.src_uri.endswith(".ipynb"):
         return output
     output = NOTEBOOK_MATH.sub(
-        lambda m: latex2mathml.converter.convert(html.unescape(m[1]).strip(), display="block"), output)
+        lambda m: latex2mathml.converter.convert(html.unescape(m[1] or m[2]).strip(), display="block"), output)
     words = editions.of(config).words  # mkdocs-jupyter's own English words, in the edition's
     output = output.replace('aria-label="Copy to Clipboard"', f'aria-label="{words["copy_cell"]}"')
     output = output.replace('alt="No description has been provided for this image"', f'alt="{words["notebook_plot"]}"')
