@@ -2,7 +2,7 @@
 # install only what the site needs (requirements-site.txt: no torch, the build runs no project code);
 # the other targets add the rest (requirements.txt). A stamp file per list remembers what is installed.
 PYTHON ?= python3
-# Material for MkDocs 9.7 prints a notice about MkDocs 2.0 on every build unless this is set.
+# Material for MkDocs prints a notice on every build (9.7 about MkDocs 2.0, 9.8 about its end of life) unless this is set.
 export NO_MKDOCS_2_WARNING := 1
 VENV := .venv
 BIN := $(VENV)/bin
@@ -62,7 +62,7 @@ lint: $(STAMP)  ## ruff, configured in pyproject.toml
 outputs: $(STAMP)  ## re-record every output, plot, notebook and DDP run after changing code (all or nothing); REPORT=FILE: the GPU outputs of a check-appendix-a.py report instead
 	$(BIN)/python -m tools.record $(if $(REPORT),--report $(REPORT))
 
-checker-versions: $(STAMP)  ## run check-appendix-a.py with this torch and with each PYTHONS="/path/to/python ..."; write measured/checker*.md
+checker-versions: $(STAMP)  ## run check-appendix-a.py with this torch and with each PYTHONS="/path/to/python ..."; write measured/checker.json
 	$(BIN)/python -m tools.checker versions $(BIN)/python $(PYTHONS)
 
 bench: $(STAMP)  ## measure and write the figures the pages show; ARGS=--quick for a shorter run, ARGS=--help

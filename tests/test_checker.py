@@ -18,7 +18,6 @@ import psutil
 import pytest
 import torch
 from bs4 import BeautifulSoup
-from conftest import ROOT
 
 from tools import checker, pages, record, store
 from tools.checker import NAME
@@ -249,9 +248,32 @@ def test_on_a_cuda_gpu_the_device_code_runs_there_and_its_report_is_recorded(pro
     report.write_text(text.replace(f'"fingerprint": "{a9["cells"][-1]["fingerprint"]}"', '"fingerprint": "0000"', 1))
     with pytest.raises(store.RecordingError, match="ran an older version of docs/a9-gpu-training.md"):
         record.record_report(report)
-    report.write_text(text.replace('"output": "cuda\\n"', '"output": "tpu\\n"'))
-    with pytest.raises(store.RecordingError, match="a9_gpu_training:pick_device on the GPU does not have the shape"):
+    report.write_text(text.replace("tensor([5., 7., 9.], device='cuda:0')", "tensor([5., 7.], device='cuda:0')"))
+    with pytest.raises(store.RecordingError, match="a9_gpu_training:add_on_device on the GPU does not have the shape"):
         record.record_report(report)
+
+
+def test_a_cpu_report_relabelled_as_a_gpu_one_is_refused_and_nothing_is_written(monkeypatch, tmp_path, capsys):
+    """The checker told that this CPU machine has an NVIDIA GPU: its device runs really run, here, on the CPU."""
+    spec = importlib.util.spec_from_file_location("check_appendix_a", write_checker(tmp_path))
+    program = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(program)
+    monkeypatch.setattr(signal, "signal", lambda *args: None)  # pytest keeps its own handlers
+    fake_machine(monkeypatch, program, "cuda", "NVIDIA H100")
+    report = tmp_path / "report.md"
+    only_device_pages = [f"--page={pages.download_name(page)}" for page in pages.GPU_PAGES]
+    assert program.main(["--report", str(report), *only_device_pages]) == 0
+    assert "## On cuda: NVIDIA H100" in report.read_text()
+    monkeypatch.setattr(record, "GPU_OUTPUTS", tmp_path / "gpu")
+    with pytest.raises(store.RecordingError) as refused:
+        record.write_gpu(record.record_report(report))
+    message = str(refused.value)
+    assert message.startswith(f"{report} names the GPU NVIDIA H100, but its runs were not made on it (")
+    assert f"torch {torch.__version__} is a build without CUDA" in message
+    assert "torch found no CUDA GPU" in message
+    assert "a9_gpu_training:pick_device printed 'cpu', not 'cuda'" in message
+    assert "a1_what_is_pytorch:cuda_available printed 'False', not 'True'" in message
+    assert "\n" not in message and not (tmp_path / "gpu").exists()
 
 
 def test_on_apple_silicon_the_cpu_runs_hide_mps_and_the_device_runs_use_it(program, monkeypatch, tmp_path, capsys):
@@ -281,11 +303,26 @@ def test_the_setup_and_summary_pages_offer_the_checker(edition, built_site):
         assert soup.select_one(f'.md-content a[href="../downloads/{NAME}"][download]'), f"{page} has no link"
 
 
-def test_the_torch_versions_table_is_what_the_checker_found():
-    """measured/checker*.md render measured/checker.json, which `make checker-versions` writes."""
+def test_the_torch_versions_table_is_what_the_checker_found_and_says_when_a_page_changed_since(built_site):
+    """measured/checker.json (`make checker-versions`) rendered by the build on the setup pages, with the
+    version of each page it checked: a page changed since says so, and the table no longer says all passed."""
     results = json.loads(checker.VERSIONS.read_text())
     recorded = json.loads(store.MANIFEST.read_text())["environment"]["torch"]
     assert recorded in results, f"the check has not been run with the torch that recorded the outputs, {recorded}"
-    for language, suffix, docs in [("en", ".md", "docs"), ("zh", ".zh.md", "docs-zh")]:
-        assert (ROOT / "measured" / f"checker{suffix}").read_text() == checker.versions_md(results, language)
-        assert f'--8<-- "measured/checker{suffix}"' in (ROOT / docs / "setup.md").read_text()
+    current = checker.page_versions()
+    for edition in EDITIONS.values():
+        table = checker.versions_md(results, edition.language, current)
+        setup = BeautifulSoup((built_site / edition.prefix / "setup" / "index.html").read_text(), "html.parser")
+        lead = table.split("\n\n")[0]
+        assert " ".join(lead.split()) in " ".join(setup.select_one("article").get_text(" ").split())
+    checked = {version: {**result, "pages": {page: {**entry, "version": current[page]}
+                                             for page, entry in result["pages"].items()}}
+               for version, result in results.items()}
+    all_passed = f"Every page printed what the site shows with torch {' and '.join(sorted(results))}."
+    assert checker.versions_md(checked, "en", current).startswith(all_passed)
+    changed = {**current, "a7-typical-training-loop.md": "0" * 12}
+    table = checker.versions_md(checked, "en", changed)
+    assert table.startswith("Some pages have changed since")
+    [row] = [line for line in table.splitlines() if line.startswith("| [A.7]")]
+    assert row.count("on an earlier version of the page") == len(results)
+    assert "earlier version" not in "".join(line for line in table.splitlines() if line.startswith("| [A.6]"))

@@ -236,7 +236,8 @@ def label(entry, note="", language="en"):
     words = EDITIONS[language].words
     machine = entry["machine"]
     about = words["bench_machine"].format(**{**machine, "gpu": machine["gpu"] or words["no_gpu"]})
-    return words["measured_by"].format(command=entry["command"], date=entry["date"], machine=about, note=note)
+    date = entry["date"] + (words["at_commit"].format(commit=entry["commit"]) if "commit" in entry else "")
+    return words["measured_by"].format(command=entry["command"], date=date, machine=about, note=note)
 
 
 def ratio(value, baseline):
@@ -333,7 +334,9 @@ def main(argv=None):
     source = results_file if results_file.exists() else ROOT / "measured" / "bench.json"
     results = json.loads(source.read_text())  # the sections not measured now keep their figures
     logging.getLogger("mkdocs").addHandler(logging.NullHandler())  # in-process builds: keep the output readable
-    about = {"command": command, "date": datetime.date.today().isoformat(), "machine": machine()}
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    about = {"command": command, "date": datetime.date.today().isoformat(), "machine": machine(),
+             **({"commit": commit.stdout.strip()} if commit.returncode == 0 else {})}  # what the counts counted
     with tempfile.TemporaryDirectory(prefix="bench-") as work:
         work = Path(work)
         measure = {"builds": lambda: measure_builds(work, repeats), "pages": lambda: measure_pages(work),

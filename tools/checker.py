@@ -11,9 +11,9 @@ cell by cell) and compare_text (which compares by shape). So the checker runs th
 as the recorder does and judges them exactly as the tests do, and needs nothing but torch.
 
 `versions` runs the checker with each given Python (each with its own torch) and writes what it
-found, page by page, to measured/checker.json, rendered into measured/checker.md and
-measured/checker.zh.md, which the setup pages include: the torch versions the check has passed
-with here, never typed by hand.
+found, page by page, to measured/checker.json, with the version of each page it checked. The build
+renders it on the setup pages (VERSIONS_MARK): the torch versions the check has passed with here,
+never typed by hand, and a page changed since is shown as checked against an earlier version of it.
 """
 
 import datetime
@@ -35,6 +35,7 @@ PAGE_RUNNER = ROOT / "tools" / "page_runner.py"
 START = "# ---- embedded by tools/checker.py when the site is built ----\n"
 END = "# ---- end of what is embedded ----\n"
 VERSIONS = ROOT / "measured" / "checker.json"
+VERSIONS_MARK = "<!-- checker versions -->"
 
 
 def site_data() -> dict:
@@ -55,6 +56,14 @@ def site_data() -> dict:
                       for cell, fingerprint, path in zip(cells, pages.fingerprints(cells), outputs)]}
     site["version"] = hashlib.sha256(json.dumps(site, sort_keys=True).encode()).hexdigest()[:12]
     return site
+
+
+def page_versions(site: dict | None = None) -> dict[str, str]:
+    """{page: a hash of all the checker compares it with}: its code, outputs and declared lines."""
+    site = site_data() if site is None else site
+    return {page: hashlib.sha256(json.dumps(
+        [entry, [site["varying"].get(cell["key"]) for cell in entry["cells"]]], sort_keys=True).encode()
+    ).hexdigest()[:12] for page, entry in site["pages"].items()}
 
 
 def generate(site: dict | None = None) -> str:
@@ -83,24 +92,35 @@ def embedded(text: str) -> dict:
 # ---------------------------------------------------------------------------------------------
 # The torch versions the check has passed with here
 
-def versions_md(results: dict, language: str = "en") -> str:
-    """The table of pages against torch versions, from measured/checker.json."""
+def versions_md(results: dict, language: str = "en", current: dict | None = None) -> str:
+    """The table of pages against torch versions, from measured/checker.json; a page whose version is
+    not `current` (default: the repository's now) is marked as checked against an earlier one."""
     words = EDITIONS[language].words
+    current = page_versions() if current is None else current
     versions = sorted(results, key=lambda version: tuple(
         int(part) for part in version.split("+")[0].split(".") if part.isdigit()))
     ids = {page: entry["id"] for version in versions for page, entry in results[version]["pages"].items()}
     rows = [f"| {words['checker_page']} | " + " | ".join(f"torch {v}" for v in versions) + " |",
             "| --- |" + " --- |" * len(versions)]
+    earlier = False
     for page, name in ids.items():
         cells = []
         for version in versions:
             entry = results[version]["pages"].get(page, {"status": "failed", "error": "not run"})
             status = "failed" if entry["status"] in ("raised", "timeout") else entry["status"]
-            cells.append(words[f"checker_{status}"].format(**{"key": "", "error": "", **entry}).replace("|", "\\|"))
+            cell = words[f"checker_{status}"].format(**{"key": "", "error": "", **entry}).replace("|", "\\|")
+            if entry.get("version") != current.get(page):
+                earlier, cell = True, words["checker_earlier"].format(result=cell)
+            cells.append(cell)
         rows.append(f"| [{pages.title(page, EDITIONS[language].docs).split(' ')[0]}]({page}) | "
                     + " | ".join(cells) + " |")
     passed = [v for v in versions if all(p["status"] in ("same", "machine") for p in results[v]["pages"].values())]
-    lead = words["checker_all"].format(versions=words["bench_and"].join(passed)) + "\n\n" if passed == versions else ""
+    if earlier:
+        lead = words["checker_changed"] + "\n\n"
+    elif passed == versions:
+        lead = words["checker_all"].format(versions=words["bench_and"].join(passed)) + "\n\n"
+    else:
+        lead = ""
     labels = []
     for version in versions:
         machine = results[version]["machine"]
@@ -109,10 +129,10 @@ def versions_md(results: dict, language: str = "en") -> str:
     return lead + "\n".join(rows) + "\n\n" + "\n\n".join(labels) + "\n"
 
 
-def run_checker(python: str, jobs: int) -> dict:
-    """Run the generated checker with `python` alone, in an empty folder; the report's data."""
+def run_checker(python: str, jobs: int, site: dict) -> dict:
+    """Run the checker of `site` with `python` alone, in an empty folder; the report's data."""
     with tempfile.TemporaryDirectory(prefix="checker-versions-") as folder:
-        (Path(folder) / NAME).write_text(generate())
+        (Path(folder) / NAME).write_text(generate(site))
         command = [python, "-I", NAME, "--report", "report.md", "--jobs", str(jobs)]
         result = subprocess.run(command, cwd=folder, capture_output=True, text=True, timeout=3600)
         report = Path(folder) / "report.md"
@@ -124,10 +144,13 @@ def run_checker(python: str, jobs: int) -> dict:
 
 
 def record_versions(pythons: list[str], jobs: int = 2) -> dict:
-    """Run the checker with each Python; add what it found to measured/checker.json, render it."""
+    """Run the checker with each Python; add what it found, and which version of each page, to
+    measured/checker.json."""
     results = json.loads(VERSIONS.read_text()) if VERSIONS.exists() else {}
+    site = site_data()
+    versions = page_versions(site)
     for python in pythons:
-        data = run_checker(python, jobs)
+        data = run_checker(python, jobs, site)
         machine, environment = data["machine"], data["environment"]
         torch = machine["torch"].split()[0]
         results[torch] = {
@@ -137,11 +160,10 @@ def record_versions(pythons: list[str], jobs: int = 2) -> dict:
                         "gpu": None if "not available" in machine["CUDA"] else machine["CUDA"]},
             "seconds": data["seconds"], "checker": data["checker"], "summary": data["summary"],
             "pages": {page: {"id": pages.title(page).split(" ")[0], "status": v["status"],
-                             **{k: v[k] for k in ("key", "error") if k in v}, "seconds": v.get("seconds")}
+                             **{k: v[k] for k in ("key", "error") if k in v}, "seconds": v.get("seconds"),
+                             "version": versions[page]}
                       for page, v in data["pages"].items()}}
     VERSIONS.write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n")
-    for language, suffix in [("en", ".md"), ("zh", ".zh.md")]:
-        (ROOT / "measured" / f"checker{suffix}").write_text(versions_md(results, language))
     return results
 
 
@@ -151,7 +173,7 @@ def main(argv: list[str]) -> int:
         print(f"checker-versions: running {NAME} with {', '.join(pythons)} ({datetime.date.today()})",
               file=sys.stderr)
         results = record_versions(pythons)
-        print("wrote measured/checker.json, measured/checker.md and measured/checker.zh.md: "
+        print("wrote measured/checker.json: "
               + ", ".join(f"torch {v}: {r['summary']}" for v, r in results.items()), file=sys.stderr)
         return 0
     if argv:

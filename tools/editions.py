@@ -90,6 +90,7 @@ ENGLISH = Edition("en", "English", "mkdocs.yml", ROOT / "docs", "", {
     "chapter_range": "{first} to {last}",
     # The footer of a figure that `make bench` measured (tools/bench.py).
     "measured_by": "*Measured by `{command}` on {date}: {machine}{note}.*",
+    "at_commit": " at commit {commit}",
     "bench_machine": "{system}, {cpu}, {cores} cores, {gpu}, Python {python}, torch {torch}",
     "no_gpu": "no GPU",
     "bench_matmul": ("On the machine below the product took {cpu_us:.0f} µs with {threads} torch threads "
@@ -121,6 +122,9 @@ ENGLISH = Edition("en", "English", "mkdocs.yml", ROOT / "docs", "", {
     "checker_different": "differs in `{key}`",
     "checker_failed": "failed: {error}",
     "checker_all": "Every page printed what the site shows with torch {versions}.",
+    "checker_earlier": "{result}, on an earlier version of the page",
+    "checker_changed": "Some pages have changed since they were last checked here: for those, the table "
+                       "says what an earlier version of the page printed.",
     "checked_by": "*Checked by `{command}` on {date}: {machine}, Python {python}, torch {torch}; every page in "
                   "{seconds:.0f} s.*",
     "checked_on": "{system}, {cores} cores, {gpu}",
@@ -176,6 +180,7 @@ CHINESE = Edition("zh", "简体中文", "mkdocs.zh.yml", ROOT / "docs-zh", "zh/"
     "exercise-solutions": "附录 A 练习参考答案",
     "chapter_range": "{first} 至 {last}",
     "measured_by": "*由 `{command}` 于 {date} 测得：{machine}{note}。*",
+    "at_commit": "（提交 {commit}）",
     "bench_machine": "{system}，{cpu}，{cores} 核，{gpu}，Python {python}，torch {torch}",
     "no_gpu": "无 GPU",
     "bench_matmul": ("在下面这台机器上，这次乘法用 {threads} 个 torch 线程耗时 {cpu_us:.0f} µs"
@@ -195,6 +200,8 @@ CHINESE = Edition("zh", "简体中文", "mkdocs.zh.yml", ROOT / "docs-zh", "zh/"
     "checker_different": "不同：`{key}`",
     "checker_failed": "运行失败：{error}",
     "checker_all": "使用 torch {versions} 时，每个页面打印的都与本站显示的相同。",
+    "checker_earlier": "{result}（检查的是该页面的较早版本）",
+    "checker_changed": "有些页面在上次检查之后又改动过：对这些页面，表中给出的是其较早版本打印的结果。",
     "checked_by": "*由 `{command}` 于 {date} 检查：{machine}，Python {python}，torch {torch}；"
                   "全部页面用时 {seconds:.0f} 秒。*",
     "checked_on": "{system}，{cores} 核，{gpu}",

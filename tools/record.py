@@ -123,9 +123,27 @@ def write_gpu(recording: Recording) -> list[Path]:
     return list(files)
 
 
+# What a page prints about the device it runs on, and what it prints on a CUDA GPU.
+CUDA_LINES = {"a1_what_is_pytorch:cuda_available": "True", "a9_gpu_training:pick_device": "cuda"}
+
+
+def _not_on_a_cuda_gpu(runs: dict) -> list[str]:
+    """What, in a report's device runs, says they ran without CUDA: the torch build, the GPU torch saw,
+    the device lines the pages printed."""
+    environments = [runs[page]["environment"] for page in pages.GPU_PAGES]
+    misfits = [f"torch {build} is a build without CUDA"
+               for build in sorted({e["torch"] for e in environments if e["torch"].endswith("+cpu")})]
+    if not all(e.get("gpu") for e in environments):
+        misfits.append("torch found no CUDA GPU")
+    return misfits + [f"{cell['key']} printed {cell['output'].strip()!r}, not {CUDA_LINES[cell['key']]!r}"
+                      for page in pages.GPU_PAGES for cell in runs[page]["cells"]
+                      if cell["key"] in CUDA_LINES and cell["output"].strip() != CUDA_LINES[cell["key"]]]
+
+
 def record_report(path: Path) -> Recording:
     """The GPU outputs of a check-appendix-a.py report made on a CUDA machine, as record_gpu() would
-    record them there, with where they come from; refused if the pages' code has changed since."""
+    record them there, with where they come from; refused if the pages' code has changed since, or if
+    its runs were not made on the CUDA GPU it names."""
     report = read_report(path)
     device = report.get("device") or {}
     if device.get("device") != "cuda":
@@ -136,6 +154,10 @@ def record_report(path: Path) -> Recording:
         if runs.get(page, {}).get("status") != "ran":
             raise RecordingError(f"{path} has no run of docs/{page} on the GPU; run the checker on every page "
                                  "(no --page) and attach its report.")
+    if misfits := _not_on_a_cuda_gpu(runs):
+        raise RecordingError(f"{path} names the GPU {device.get('gpu')}, but its runs were not made on it "
+                             f"({'; '.join(misfits)}), so it has no GPU outputs to record; run the checker "
+                             "with a CUDA build of torch on that GPU and attach its report.")
     recording = Recording(runs=runs)
     recording.manifest = {"environment": {**runs[pages.GPU_PAGES[0]]["environment"], "recorded_by": (
         f"check-appendix-a.py --report on {report['date']} (checker {report['checker']})")}}

@@ -234,6 +234,9 @@ def on_page_markdown(markdown: str, /, *, page: Page, config: MkDocsConfig, file
         markdown = markdown.replace(book.TABLE_MARK, _differences_table(edition))
     if editions.GLOSSARY_MARK in markdown:
         markdown = markdown.replace(editions.GLOSSARY_MARK, _glossary_table())
+    if checker.VERSIONS_MARK in markdown:  # with the pages as they are now: a page changed since says so
+        results = json.loads(checker.VERSIONS.read_text())
+        markdown = markdown.replace(checker.VERSIONS_MARK, checker.versions_md(results, edition.language))
     if src not in pages.chapter_pages():
         return markdown
     markdown = _with_outputs(markdown, src, edition)
