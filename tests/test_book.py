@@ -141,7 +141,7 @@ def test_every_block_says_whose_it_is(built_site, edition):
         numbers = {}
         for cell in book.book_cells(name):
             numbers.setdefault(cell.shown, []).append(cell.number)
-        declared = {key: d.cells for d in book.differences() if d.notebook == name for key in d.sections}
+        declared = {key: d.cells for d in book.differences() if d.notebook == name and d.cells for key in d.sections}
         soup = BeautifulSoup((built_site / edition.prefix / Path(page).stem / "index.html").read_text(), "html.parser")
         built = soup.select(".md-content div.highlight.language-python")
         assert len(built) == len(pages.blocks(page)), f"{edition.prefix}{page}: a block is not of snippet sections"
