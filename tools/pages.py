@@ -82,13 +82,10 @@ class Block:
 
 def blocks(page: str, docs: Path = DOCS) -> list[Block]:
     """The page's blocks of snippet sections, in page order; KeyError if a section does not exist."""
-    found = []
-    for fence in SNIPPET_FENCE.finditer(page_text(page, docs)):
-        lines = fence["includes"].splitlines()
-        found.append(Block(tuple(f"{m}:{s}" for m, s in INCLUDE.findall(fence["includes"])),
-                           "\n".join(section_code(*INCLUDE.match(line).groups()) if line.strip() else ""
-                                     for line in lines)))
-    return found
+    return [Block(tuple(f"{m}:{s}" for m, s in INCLUDE.findall(fence["includes"])),
+                  "\n".join(section_code(*INCLUDE.match(line).groups()) if line.strip() else ""
+                            for line in fence["includes"].splitlines()))
+            for fence in SNIPPET_FENCE.finditer(page_text(page, docs))]
 
 
 def section_keys(page: str, docs: Path = DOCS) -> list[str]:

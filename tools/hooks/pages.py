@@ -9,6 +9,7 @@ language switch to the same page. What they write is in the edition's words (too
 pages have hooks of their own (notebooks.py).
 """
 
+import itertools
 import json
 import logging
 import os
@@ -204,7 +205,7 @@ def _with_labels(markdown: str, page: str, edition) -> str:
         books = book.labels(page)
     except (KeyError, ValueError):  # a missing section: _with_outputs reports it
         return markdown
-    chapter, blocks = page in pages.chapter_pages(), iter(range(10**6))
+    chapter, blocks = page in pages.chapter_pages(), itertools.count()
 
     def label(match):
         index, ours, fence = next(blocks), OURS.search(match["attributes"]), match[0]
