@@ -70,13 +70,17 @@ class ToyDataset(Dataset):
 class NeuralNetwork(torch.nn.Module):
     def __init__(self, num_inputs, num_outputs):
         super().__init__()
+
         self.layers = torch.nn.Sequential(
+
             # 1st hidden layer
             torch.nn.Linear(num_inputs, 30),
             torch.nn.ReLU(),
+
             # 2nd hidden layer
             torch.nn.Linear(30, 20),
             torch.nn.ReLU(),
+
             # output layer
             torch.nn.Linear(20, num_outputs),
         )
@@ -94,14 +98,16 @@ X_train = torch.tensor([
     [-0.9, 2.9],
     [-0.5, 2.6],
     [2.3, -1.1],
-    [2.7, -1.5],
+    [2.7, -1.5]
 ])
+
 y_train = torch.tensor([0, 0, 0, 1, 1])
 
 X_test = torch.tensor([
     [-0.8, 2.8],
     [2.6, -1.6],
 ])
+
 y_test = torch.tensor([0, 1])
 # --8<-- [end:toy_data]
 
@@ -247,7 +253,7 @@ def compute_accuracy(model, dataloader, device):
 
     for idx, (features, labels) in enumerate(dataloader):
 
-        features, labels = features.to(device), labels.to(device)  # NEW
+        features, labels = features.to(device), labels.to(device) # New
 
         with torch.no_grad():
             logits = model(features)

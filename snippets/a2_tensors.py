@@ -1,28 +1,28 @@
 """A.2 Understanding tensors: ranks, data types and the everyday operations."""
 
 # --8<-- [start:create_tensors]
-import numpy as np
 import torch
+import numpy as np
 
-# a scalar (rank 0), from a Python integer
+# create a 0D tensor (scalar) from a Python integer
 tensor0d = torch.tensor(1)
 
-# a vector (rank 1), from a list
+# create a 1D tensor (vector) from a Python list
 tensor1d = torch.tensor([1, 2, 3])
 
-# a matrix (rank 2), from a nested list
+# create a 2D tensor from a nested Python list
 tensor2d = torch.tensor([[1, 2],
                          [3, 4]])
 
-# rank 3, from a list of matrices
+# create a 3D tensor from a nested Python list
 tensor3d_1 = torch.tensor([[[1, 2], [3, 4]],
                            [[5, 6], [7, 8]]])
 
-# rank 3, from a NumPy array
+# create a 3D tensor from NumPy array
 ary3d = np.array([[[1, 2], [3, 4]],
                   [[5, 6], [7, 8]]])
-tensor3d_2 = torch.tensor(ary3d)      # copies the array's data
-tensor3d_3 = torch.from_numpy(ary3d)  # shares the array's memory
+tensor3d_2 = torch.tensor(ary3d)  # Copies NumPy array
+tensor3d_3 = torch.from_numpy(ary3d)  # Shares memory with NumPy array
 # --8<-- [end:create_tensors]
 
 
@@ -38,13 +38,13 @@ print(tensor3d_1)
 
 
 # --8<-- [start:numpy_copy]
-ary3d[0, 0, 0] = 999  # change the NumPy array in place
-print(tensor3d_2)     # the copy keeps the old value
+ary3d[0, 0, 0] = 999
+print(tensor3d_2) # remains unchanged
 # --8<-- [end:numpy_copy]
 
 
 # --8<-- [start:numpy_share]
-print(tensor3d_3)  # shares the memory, so it sees the change
+print(tensor3d_3) # changes because of memory sharing
 # --8<-- [end:numpy_share]
 
 

@@ -1,24 +1,21 @@
 """A.4 Automatic differentiation made easy: gradients with grad and backward."""
 
-# --8<-- [start:graph_with_grad]
 import torch
+
+# --8<-- [start:autograd_grad]
 import torch.nn.functional as F
 from torch.autograd import grad
 
 y = torch.tensor([1.0])
 x1 = torch.tensor([1.1])
-# requires_grad: track gradients for the parameters
 w1 = torch.tensor([2.2], requires_grad=True)
 b = torch.tensor([0.0], requires_grad=True)
 
 z = x1 * w1 + b
 a = torch.sigmoid(z)
+
 loss = F.binary_cross_entropy(a, y)
-# --8<-- [end:graph_with_grad]
 
-
-# --8<-- [start:autograd_grad]
-# retain_graph: keep the graph, since we walk it again below
 grad_L_w1 = grad(loss, w1, retain_graph=True)
 grad_L_b = grad(loss, b, retain_graph=True)
 

@@ -1,12 +1,16 @@
 """A.5 Implementing multilayer neural networks: NeuralNetwork, its parameters,
 a forward pass."""
 
-from snippets.appendix_a import NeuralNetwork  # the page shows its definition
-
-# --8<-- [start:print_model]
 import torch
 
+from snippets.appendix_a import NeuralNetwork  # the page shows its definition
+
+# --8<-- [start:new_model]
 model = NeuralNetwork(50, 3)
+# --8<-- [end:new_model]
+
+
+# --8<-- [start:print_model]
 print(model)
 # --8<-- [end:print_model]
 
@@ -17,16 +21,21 @@ print("Total number of trainable model parameters:", num_params)
 # --8<-- [end:count_parameters]
 
 
-# --8<-- [start:unseeded_weight]
-# Fixed-point notation, so that the layout never depends on the draw:
+# --8<-- [start:fixed_point]
+# Print in fixed-point notation (0.0001, not 1.0000e-04): with random
+# weights, the default picks one notation or the other by chance
 torch.set_printoptions(sci_mode=False)
+# --8<-- [end:fixed_point]
+
+
+# --8<-- [start:unseeded_weight]
 print(model.layers[0].weight)
-torch.set_printoptions(sci_mode=None)   # back to the default
 # --8<-- [end:unseeded_weight]
 
 
 # --8<-- [start:seeded_weight]
 torch.manual_seed(123)
+
 model = NeuralNetwork(50, 3)
 print(model.layers[0].weight)
 # --8<-- [end:seeded_weight]
@@ -39,6 +48,7 @@ print(model.layers[0].weight.shape)
 
 # --8<-- [start:forward_pass]
 torch.manual_seed(123)
+
 X = torch.rand((1, 50))
 out = model(X)
 print(out)

@@ -1,6 +1,8 @@
 """A.6 Setting up efficient data loaders: Dataset, DataLoader, shuffling and
 batching."""
 
+import torch
+
 from snippets.appendix_a import (  # shown on the page
     X_test, ToyDataset, train_ds, y_test,
 )
@@ -11,7 +13,6 @@ print(len(train_ds))
 
 
 # --8<-- [start:shuffled_loader]
-import torch
 from torch.utils.data import DataLoader
 
 torch.manual_seed(123)
@@ -19,8 +20,8 @@ torch.manual_seed(123)
 train_loader = DataLoader(
     dataset=train_ds,
     batch_size=2,
-    shuffle=True,   # a new order every epoch
-    num_workers=0,  # load in the main process
+    shuffle=True,
+    num_workers=0
 )
 # --8<-- [end:shuffled_loader]
 
@@ -31,8 +32,8 @@ test_ds = ToyDataset(X_test, y_test)
 test_loader = DataLoader(
     dataset=test_ds,
     batch_size=2,
-    shuffle=False,  # evaluation needs no shuffling
-    num_workers=0,
+    shuffle=False,
+    num_workers=0
 )
 # --8<-- [end:test_loader]
 
@@ -49,7 +50,7 @@ train_loader = DataLoader(
     batch_size=2,
     shuffle=True,
     num_workers=0,
-    drop_last=True,  # skip the last, smaller batch
+    drop_last=True
 )
 # --8<-- [end:drop_last]
 

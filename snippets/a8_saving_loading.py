@@ -8,12 +8,16 @@ from snippets.appendix_a import NeuralNetwork
 
 # --8<-- [start:save]
 torch.save(model.state_dict(), "model.pth")
-print(list(model.state_dict()))  # the names of the saved tensors
 # --8<-- [end:save]
 
 
+# --8<-- [start:state_dict_keys]
+print(list(model.state_dict()))  # the names of the saved tensors
+# --8<-- [end:state_dict_keys]
+
+
 # --8<-- [start:load]
-model = NeuralNetwork(2, 2)  # must match the saved model exactly
+model = NeuralNetwork(2, 2) # needs to match the original model exactly
 print(model.load_state_dict(torch.load("model.pth", weights_only=True)))
 # --8<-- [end:load]
 

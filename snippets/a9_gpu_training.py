@@ -47,11 +47,12 @@ except RuntimeError as error:
 # --8<-- [start:train_on_device]
 import torch.nn.functional as F
 
+
 torch.manual_seed(123)
 model = NeuralNetwork(num_inputs=2, num_outputs=2)
 
-device = torch.device("cuda" if torch.cuda.is_available() else "cpu")  # NEW
-model.to(device)  # NEW
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu") # NEW
+model.to(device) # NEW
 
 optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
 
@@ -62,27 +63,32 @@ for epoch in range(num_epochs):
     model.train()
     for batch_idx, (features, labels) in enumerate(train_loader):
 
-        features, labels = features.to(device), labels.to(device)  # NEW
+        features, labels = features.to(device), labels.to(device) # NEW
         logits = model(features)
-        loss = F.cross_entropy(logits, labels)
+        loss = F.cross_entropy(logits, labels) # Loss function
 
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
 
+        ### LOGGING
         print(f"Epoch: {epoch+1:03d}/{num_epochs:03d}"
               f" | Batch {batch_idx+1:03d}/{len(train_loader):03d}"
               f" | Train/Val Loss: {loss:.2f}")
 
     model.eval()
-    # Optional: evaluate the model here, e.g. on a validation set
+    # Optional model evaluation
 # --8<-- [end:train_on_device]
 
 
 # --8<-- [start:accuracy_on_device]
 print(compute_accuracy(model, train_loader, device=device))
-print(compute_accuracy(model, test_loader, device=device))
 # --8<-- [end:accuracy_on_device]
+
+
+# --8<-- [start:test_accuracy_on_device]
+print(compute_accuracy(model, test_loader, device=device))
+# --8<-- [end:test_accuracy_on_device]
 
 
 # --8<-- [start:to_returns_a_copy]

@@ -8,7 +8,6 @@ scripts and the tests import them, so there is one copy of each.
 
 # --8<-- [start:imports]
 import torch
-from torch.utils.data import Dataset
 # --8<-- [end:imports]
 
 
@@ -16,13 +15,17 @@ from torch.utils.data import Dataset
 class NeuralNetwork(torch.nn.Module):
     def __init__(self, num_inputs, num_outputs):
         super().__init__()
+
         self.layers = torch.nn.Sequential(
+
             # 1st hidden layer
             torch.nn.Linear(num_inputs, 30),
             torch.nn.ReLU(),
+
             # 2nd hidden layer
             torch.nn.Linear(30, 20),
             torch.nn.ReLU(),
+
             # output layer
             torch.nn.Linear(20, num_outputs),
         )
@@ -39,19 +42,27 @@ X_train = torch.tensor([
     [-0.9, 2.9],
     [-0.5, 2.6],
     [2.3, -1.1],
-    [2.7, -1.5],
+    [2.7, -1.5]
 ])
-y_train = torch.tensor([0, 0, 0, 1, 1])
 
+y_train = torch.tensor([0, 0, 0, 1, 1])
+# --8<-- [end:toy_data]
+
+
+# --8<-- [start:toy_test_data]
 X_test = torch.tensor([
     [-0.8, 2.8],
     [2.6, -1.6],
 ])
+
 y_test = torch.tensor([0, 1])
-# --8<-- [end:toy_data]
+# --8<-- [end:toy_test_data]
 
 
 # --8<-- [start:toy_dataset]
+from torch.utils.data import Dataset
+
+
 class ToyDataset(Dataset):
     def __init__(self, X, y):
         self.features = X
@@ -64,7 +75,6 @@ class ToyDataset(Dataset):
 
     def __len__(self):
         return self.labels.shape[0]
-
 
 train_ds = ToyDataset(X_train, y_train)
 test_ds = ToyDataset(X_test, y_test)
@@ -81,14 +91,14 @@ train_loader = DataLoader(
     batch_size=2,
     shuffle=True,
     num_workers=0,
-    drop_last=True,
+    drop_last=True
 )
 
 test_loader = DataLoader(
     dataset=test_ds,
     batch_size=2,
     shuffle=False,
-    num_workers=0,
+    num_workers=0
 )
 # --8<-- [end:data_loaders]
 
@@ -123,7 +133,7 @@ def compute_accuracy(model, dataloader, device):
 
     for idx, (features, labels) in enumerate(dataloader):
 
-        features, labels = features.to(device), labels.to(device)  # NEW
+        features, labels = features.to(device), labels.to(device) # New
 
         with torch.no_grad():
             logits = model(features)

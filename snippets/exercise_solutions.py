@@ -36,13 +36,16 @@ for name, parameter in model.named_parameters():
 # --8<-- [end:a3_parameter_breakdown]
 
 
-# --8<-- [start:a4_matmul_timing]
-import timeit
-
+# --8<-- [start:a4_matrices]
 import torch
 
 a = torch.rand(100, 200)
 b = torch.rand(200, 300)
+# --8<-- [end:a4_matrices]
+
+
+# --8<-- [start:a4_matmul_timing]
+import timeit
 
 runs = 1000
 seconds = timeit.timeit(lambda: a @ b, number=runs) / runs

@@ -126,16 +126,26 @@ def test_script_imports_only_torch_and_the_standard_library(script):
     assert not others, f"scripts/{script} imports {', '.join(others)}: a reader has only torch"
 
 
-# The chapter's toy_dataset section ends by building the two datasets; the scripts copy the class.
-# compute_accuracy_on_device is the book's compute_accuracy with a device, as its DDP script has it.
-COPIED = {"neural_network": "", "toy_data": "", "toy_dataset": "\n\n\ntrain_ds =", "compute_accuracy_on_device": ""}
+def chapter_class(section: str) -> str:
+    """The class that the chapter's section defines, without the import before it and the datasets after."""
+    return "class" + section_code("appendix_a", section).split("\nclass", 1)[1].split("\n\ntrain_ds =")[0]
+
+
+# What each script's copy is of the chapter's code. The toy data is two cells of the book's first notebook,
+# one of its second; compute_accuracy_on_device is the book's compute_accuracy with a device, as its DDP
+# script has it.
+COPIED = {
+    "neural_network": lambda: section_code("appendix_a", "neural_network"),
+    "toy_data": lambda: section_code("appendix_a", "toy_data") + "\n\n" + section_code("appendix_a", "toy_test_data"),
+    "toy_dataset": lambda: chapter_class("toy_dataset"),
+    "compute_accuracy_on_device": lambda: section_code("appendix_a", "compute_accuracy_on_device"),
+}
 
 
 @pytest.mark.parametrize("script", SCRIPT_NAMES)
 @pytest.mark.parametrize("section", COPIED)
 def test_copied_code_is_the_chapters(script, section):
-    chapter = section_code("appendix_a", section)
-    chapter = chapter.split(COPIED[section])[0] if COPIED[section] else chapter
+    chapter = COPIED[section]()
     copies = [c.code.strip("\n") for c in read_chunks(SCRIPTS / script) if c.name == section]
     assert copies, f"scripts/{script} has no section '{section}' (# --8<-- [start:{section}])"
     diff = "".join(difflib.unified_diff((chapter + "\n").splitlines(True), (copies[0] + "\n").splitlines(True),

@@ -30,6 +30,10 @@ def blocks(soup: BeautifulSoup) -> list[tuple[str, str]]:
             for block in soup.select(".md-content div.highlight:is(.language-python, .language-text)")]
 
 
+def lines_of(code: str) -> list[str]:
+    return [line for line in code.splitlines() if line.strip()]
+
+
 @pytest.mark.parametrize("page", pages.chapter_pages())
 def test_a_page_shows_its_download_and_the_outputs_it_prints(page, built_site, recording):
     """Copying a page's blocks gives the download, which the recording ran alone; under each block
@@ -39,9 +43,10 @@ def test_a_page_shows_its_download_and_the_outputs_it_prints(page, built_site, r
     shown = blocks(soup)
     download = (built_site / "downloads" / pages.download_name(page)).read_text()
     assert download == pages.download_text(page), "the served download is not the page's program"
-    # A block may show several sections, one after another: compare the code as a whole.
+    # A block may show several sections, one after another (parted by a blank line where the book's cell
+    # has one): compare the code as a whole, blank lines aside.
     code = [text.rstrip("\n") for title, text in shown if not title.startswith("Output")]
-    assert "\n".join(code) == "\n".join(pages.split_download(download)), (
+    assert lines_of("\n".join(code)) == lines_of("\n".join(pages.split_download(download))), (
         f"the code blocks of {url}/, copied top to bottom, are not its download")
     run = recording.runs[page]
     printed = [recording.outputs[cell.key] for cell, text in zip(run["cells"], run["outputs"]) if text]
@@ -298,7 +303,7 @@ WARNINGS = {  # problems the build reports as warnings, which --strict turns int
 @pytest.mark.parametrize("planted", [MISSING_SECTION, WARNINGS], ids=["a missing section", "warnings"])
 def test_the_strict_build_stops_on_a_broken_repository_and_names_each_problem(planted, tmp_path):
     copy = tmp_path / "repo"  # of everything the build reads, to break without touching the repository
-    for name in ["docs", "snippets", "scripts", "tools", "overrides", "measured"]:
+    for name in ["docs", "snippets", "scripts", "tools", "overrides", "measured", "tests/upstream"]:
         shutil.copytree(ROOT / name, copy / name, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "mkdocs.yml", copy / "mkdocs.yml")
     for plant, _ in planted.values():

@@ -1,10 +1,14 @@
-"""Where the pages differ from the book, declared in snippets/book_differences.toml.
+"""The book's cells on the pages, and where the pages differ from the book.
 
-The build shows each declaration as a "Differs from the book" note under the block of its
-section, on the first page of the book's notebook that shows it, and lists them all on the
-summary page; tests/test_book.py checks the declarations against the book's notebooks.
+Each code cell of the book's notebooks (pinned in tests/upstream/) is one block of its pages, with the
+book's text; or snippets/book_differences.toml declares the difference. The build labels each block with
+the book's cell it shows (compare() finds them, so a label cannot drift), shows each declaration as a
+"Differs from the book" note under the block of its section, on the first page of the book's notebook
+that shows it, and lists them all on the summary page; tests/test_book.py holds the pages to it.
 """
 
+import ast
+import json
 import re
 from dataclasses import dataclass
 from functools import cache
@@ -16,8 +20,9 @@ except ModuleNotFoundError:  # Python 3.10: the backport, pinned for it in requi
     import tomli as tomllib
 
 from tools import pages
-from tools.sections import SNIPPETS
+from tools.sections import ROOT, SNIPPETS
 
+UPSTREAM = ROOT / "tests" / "upstream"
 DECLARED = SNIPPETS / "book_differences.toml"
 ISSUES = "https://github.com/rasbt/LLMs-from-scratch/issues/"
 ISSUE = re.compile(r"rasbt/LLMs-from-scratch#(\d+)")
@@ -77,3 +82,111 @@ def notes_on(page: str) -> dict[str, list[Difference]]:
             for key in difference.sections:
                 notes.setdefault(key, []).append(difference)
     return notes
+
+
+# ---------------------------------------------------------------------------------------------
+# The book's cells, and the blocks of the pages that show them
+
+@dataclass(frozen=True)
+class BookCell:
+    number: int  # counted from 1, code cells only, as snippets/book_differences.toml counts
+    source: str
+    outputs: tuple[dict, ...]  # as the notebook stores them
+
+    @property
+    def shown(self) -> str:
+        """The cell as a page shows it: no trailing spaces, and a bare last expression whose value the
+        notebook displays printed (a script would print nothing)."""
+        lines = [line.rstrip() for line in self.source.splitlines()]
+        try:
+            body = ast.parse(self.source).body
+        except SyntaxError:  # not Python: an IPython magic such as %timeit
+            body = []
+        last = body[-1] if body else None
+        if isinstance(last, ast.Expr) and any(output["output_type"] == "execute_result" for output in self.outputs):
+            end, start = last.end_lineno - 1, last.lineno - 1
+            lines[end] = f"{lines[end][:last.end_col_offset]}){lines[end][last.end_col_offset:]}"
+            lines[start] = f"{lines[start][:last.col_offset]}print({lines[start][last.col_offset:]}"
+        return "\n".join(lines).strip("\n")
+
+
+def book_cells(name: str, folder: Path = UPSTREAM) -> list[BookCell]:
+    cells = json.loads((folder / f"{name}.ipynb").read_text())["cells"]
+    code = [cell for cell in cells if cell["cell_type"] == "code"]
+    return [BookCell(number, "".join(cell["source"]), tuple(cell.get("outputs", ())))
+            for number, cell in enumerate(code, start=1)]
+
+
+@dataclass
+class Comparison:
+    """One notebook of the book against the blocks of its pages."""
+
+    cells: list[BookCell]
+    identical: list[int]  # the cells that a block shows with the book's text
+    shown_at: dict[int, tuple[str, int]]  # cell -> (page, index of the block on it), declared ones too
+    problems: list[str]
+
+
+def compare(name: str, cells: list[BookCell], declared: tuple[Difference, ...]) -> Comparison:
+    """Find each cell of the book's notebook `name`, in the book's order, in the blocks of its pages."""
+    placed = [(page, index, block) for page in pages.NOTEBOOKS[name]
+              for index, block in enumerate(pages.blocks(page))]
+    declared = {number: d for d in declared if d.notebook == name for number in d.cells}
+    result, cursor = Comparison(cells, [], {}, []), 0
+    for cell in cells:
+        where, text = f"{name} code cell {cell.number}", cell.shown
+        at = next((i for i in range(cursor, len(placed)) if placed[i][2].code == text), None)
+        if at is not None:
+            result.identical.append(cell.number)
+        elif cell.number in declared:
+            sections = set(declared[cell.number].sections)
+            showing = [i for i, (_, _, block) in enumerate(placed) if sections & set(block.keys)]
+            at = next((i for i in showing if i >= cursor), showing[0])
+        elif any(block.code == text for _, _, block in placed):
+            result.problems.append(f"{where} is on the pages, but not in the book's order: it comes before "
+                                   f"cells that the book runs first.\n{text}")
+            continue
+        else:
+            result.problems.append(f"{where} is not on the pages as the book has it (one block with its text, "
+                                   f"comments included), and {DECLARED.name} does not declare it: show it, or "
+                                   f"declare why not.\n{text}")
+            continue
+        result.shown_at[cell.number] = placed[at][:2]
+        cursor = max(cursor, at + 1)
+    return result
+
+
+@cache
+def comparisons(folder: Path = UPSTREAM, declared: tuple[Difference, ...] | None = None) -> dict[str, Comparison]:
+    declared = differences() if declared is None else declared
+    return {name: compare(name, book_cells(name, folder), declared) for name in pages.NOTEBOOKS}
+
+
+@dataclass(frozen=True)
+class Label:
+    """A block that shows cells of the book's notebook."""
+
+    notebook: str
+    cells: tuple[int, ...]
+    changed: bool  # a declared difference: its note stands under the block
+
+    def text(self, words: dict[str, str]) -> str:
+        numbers = [str(n) for n in self.cells]
+        if len(self.cells) > 1 and self.cells == tuple(range(self.cells[0], self.cells[-1] + 1)):
+            numbers = [f"{self.cells[0]}–{self.cells[-1]}"]
+        title = words["book_cells" if len(self.cells) > 1 else "book_cell"]
+        changed = words["changed"] if self.changed else ""
+        return title.format(notebook=self.notebook, cells=", ".join(numbers)) + changed
+
+
+def labels(page: str) -> dict[int, Label]:
+    """{index of a block on `page`: the book's cells it shows}; blocks not in it are ours."""
+    name = pages.notebook_of(page)
+    if name is None:
+        return {}
+    comparison, declared = comparisons()[name], {n for d in differences() if d.notebook == name for n in d.cells}
+    cells = {}
+    for number, (where, index) in comparison.shown_at.items():
+        if where == page:
+            cells.setdefault(index, []).append(number)
+    return {index: Label(name, tuple(numbers), bool(declared & set(numbers))) for index, numbers in cells.items()}

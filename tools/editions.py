@@ -56,6 +56,11 @@ ENGLISH = Edition("en", "English", "mkdocs.yml", ROOT / "docs", "", {
     "and": "; ",  # between the reasons in an output's title
     "output_on_gpu": "Output on a GPU",
     "differs": "Differs from the book",  # the title of a note from snippets/book_differences.toml
+    # A code block's title: the book's cell it shows (tools/book.py finds it), or ours and what it adds.
+    "book_cell": "Book · {notebook}, cell {cells}",
+    "book_cells": "Book · {notebook}, cells {cells}",
+    "changed": " · changed, see the note below",
+    "ours": "Ours · {adds}",
     "book_column": "In the book",
     "page_column": "On this site",
     "why_column": "What differs, and why",
@@ -149,6 +154,10 @@ CHINESE = Edition("zh", "简体中文", "mkdocs.zh.yml", ROOT / "docs-zh", "zh/"
     "and": "；",
     "output_on_gpu": "在 GPU 上的输出",
     "differs": "与书中不同",
+    "book_cell": "书中 · {notebook}，第 {cells} 个单元格",
+    "book_cells": "书中 · {notebook}，第 {cells} 个单元格",
+    "changed": " · 有改动，见下方说明",
+    "ours": "本站 · {adds}",
     "book_column": "书中",
     "page_column": "本站",
     "why_column": "有何不同，为什么",

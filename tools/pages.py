@@ -32,10 +32,11 @@ GPU_PAGES = ["a1-what-is-pytorch.md", "a9-gpu-training.md", "exercises.md"]
 
 # An include of a snippet section on its own line, at any indentation (inside a block or not).
 INCLUDE = re.compile(r'^[ \t]*--8<-- "snippets/(\w+)\.py:([\w-]+)"[ \t]*$', re.M)
-# A python fence whose body is one or more snippet-section includes, at any indentation: one block.
+# A python fence whose body is one or more snippet-section includes (a blank line may part two), at
+# any indentation: one block.
 SNIPPET_FENCE = re.compile(
-    r'^(?P<indent>[ \t]*)```python[^\n]*\n'
-    r'(?P<includes>(?:(?P=indent)--8<-- "snippets/\w+\.py:[\w-]+"\n)+)'
+    r'^(?P<indent>[ \t]*)```python(?P<attributes>[^\n]*)\n'
+    r'(?P<includes>(?:(?P=indent)--8<-- "snippets/\w+\.py:[\w-]+"\n(?:[ \t]*\n(?=[ \t]*--8<--))?)+)'
     r'(?P=indent)```[ \t]*$',
     re.M,
 )
@@ -69,6 +70,22 @@ def program(page: str, text: str | None = None) -> list[Cell]:
     """The cells of a page, in page order; KeyError if an included section does not exist."""
     text = page_text(page) if text is None else text
     return [Cell(m, s, section_code(m, s)) for m, s in INCLUDE.findall(text)]
+
+
+@dataclass(frozen=True)
+class Block:
+    """A code block of a page: the sections it includes, and its code as the page shows it."""
+
+    keys: tuple[str, ...]
+    code: str
+
+
+def blocks(page: str, docs: Path = DOCS) -> list[Block]:
+    """The page's blocks of snippet sections, in page order; KeyError if a section does not exist."""
+    return [Block(tuple(f"{m}:{s}" for m, s in INCLUDE.findall(fence["includes"])),
+                  "\n".join(section_code(*INCLUDE.match(line).groups()) if line.strip() else ""
+                            for line in fence["includes"].splitlines()))
+            for fence in SNIPPET_FENCE.finditer(page_text(page, docs))]
 
 
 def section_keys(page: str, docs: Path = DOCS) -> list[str]:

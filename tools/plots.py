@@ -62,7 +62,7 @@ def decision_regions(namespace, printed, words):
 
 # (page, section) -> plotter: the plot is shown under that section on that page.
 PLOTS = {
-    ("a6-efficient-data-loaders.md", "appendix_a:toy_data"): toy_data,
+    ("a6-efficient-data-loaders.md", "appendix_a:toy_test_data"): toy_data,
     ("a7-typical-training-loop.md", "a7_training_loop:train"): training_loss,
     ("a7-typical-training-loop.md", "a7_training_loop:accuracy"): decision_regions,
 }

@@ -9,6 +9,7 @@ language switch to the same page. What they write is in the edition's words (too
 pages have hooks of their own (notebooks.py).
 """
 
+import itertools
 import json
 import logging
 import os
@@ -191,6 +192,42 @@ def _with_outputs(markdown: str, page: str, edition) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
+# Whose each block is, in its title: the book's cell it shows, or ours and what it adds
+
+OURS = re.compile(r'\s*\bours="([^"]*)"')  # in a block's opening line: ```python ours="what it adds"
+
+
+def _with_labels(markdown: str, page: str, edition) -> str:
+    """Title each block of snippet sections. A block that shows a cell of the book's notebook (tools/book.py
+    finds it) is labelled with that cell; any other says `ours="what it adds"` in its opening line. On a
+    chapter page a block that is neither, or both, is a problem; elsewhere an unlabelled block stays so."""
+    try:
+        books = book.labels(page)
+    except (KeyError, ValueError):  # a missing section: _with_outputs reports it
+        return markdown
+    chapter, blocks = page in pages.chapter_pages(), itertools.count()
+
+    def label(match):
+        index, ours, fence = next(blocks), OURS.search(match["attributes"]), match[0]
+        where = f"{edition.docs.name}/{page}, code block {index + 1}"
+        if index in books and ours:
+            log.warning(f"{where} shows the book's {books[index].notebook} cell "
+                        f"{', '.join(map(str, books[index].cells))}: it is not ours; remove its ours=\"...\".")
+        if index in books:
+            title = books[index].text(edition.words)
+        elif ours:
+            title = edition.words["ours"].format(adds=ours[1])
+        else:
+            if chapter:
+                log.warning(f"{where} shows no cell of the book: say what it adds, ```python ours=\"...\".")
+            return fence
+        attributes = OURS.sub("", match["attributes"])
+        return fence.replace(f"```python{match['attributes']}", f'```python title="{title}"{attributes}', 1)
+
+    return pages.SNIPPET_FENCE.sub(label, markdown)
+
+
+# ---------------------------------------------------------------------------------------------
 # "Run it yourself", and the tables of the summary and Authoring pages
 
 def _run_it_yourself(page, config, edition) -> str:
@@ -237,6 +274,7 @@ def on_page_markdown(markdown: str, /, *, page: Page, config: MkDocsConfig, file
     if checker.VERSIONS_MARK in markdown:  # with the pages as they are now: a page changed since says so
         results = json.loads(checker.VERSIONS.read_text())
         markdown = markdown.replace(checker.VERSIONS_MARK, checker.versions_md(results, edition.language))
+    markdown = _with_labels(markdown, src, edition)
     if src not in pages.chapter_pages():
         return markdown
     markdown = _with_outputs(markdown, src, edition)
