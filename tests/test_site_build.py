@@ -369,7 +369,7 @@ WARNINGS = {  # problems the build reports as warnings, which --strict turns int
 @pytest.mark.parametrize("planted", [MISSING_SECTION, WARNINGS], ids=["a missing section", "warnings"])
 def test_the_strict_build_stops_on_a_broken_repository_and_names_each_problem(planted, tmp_path):
     copy = tmp_path / "repo"  # of everything the build reads, to break without touching the repository
-    for name in ["docs", "snippets", "scripts", "tools", "overrides", "measured"]:
+    for name in ["docs", "snippets", "scripts", "tools", "overrides", "measured", "tests/upstream"]:
         shutil.copytree(ROOT / name, copy / name, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "mkdocs.yml", copy / "mkdocs.yml")
     for plant, _ in planted.values():
