@@ -10,8 +10,9 @@ print(sys.version_info >= (3, 10))
 # --8<-- [start:a2_versions]
 from importlib.metadata import PackageNotFoundError, version
 
-packages = ["torch", "numpy", "mkdocs", "mkdocs-material", "mkdocs-jupyter",
-            "pymdown-extensions", "nbclient", "ipykernel", "pytest"]
+# The appendix's code needs torch and numpy; its notebooks, matplotlib for
+# the plots and, on your own machine, JupyterLab to open them.
+packages = ["torch", "numpy", "matplotlib", "jupyterlab"]
 for package in packages:
     try:
         print(f"{package:20} {version(package)}")
@@ -49,7 +50,8 @@ import timeit
 
 runs = 1000
 seconds = timeit.timeit(lambda: a @ b, number=runs) / runs
-print(f"CPU: {seconds * 1e6:8.1f} µs per product")
+threads = torch.get_num_threads()  # the CPU cores torch computes with
+print(f"CPU: {seconds * 1e6:8.1f} µs per product (torch threads: {threads})")
 
 if torch.cuda.is_available():
     a_gpu, b_gpu = a.to("cuda"), b.to("cuda")

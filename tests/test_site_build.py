@@ -8,12 +8,13 @@ import posixpath
 import re
 import shutil
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 from bs4 import BeautifulSoup
 from conftest import PUBLISHED, ROOT, SUB_PATH, mkdocs_build, nav_pages
 
-from tools import pages
+from tools import book, pages
 from tools.editions import CHINESE, EDITIONS, ENGLISH, GLOSSARY
 from tools.store import tomllib
 
@@ -61,7 +62,6 @@ def test_a_page_shows_its_download_and_the_outputs_it_prints(page, built_site, r
     assert box.select_one(f'a[href="../downloads/{pages.download_name(page)}"][download]'), "no download link"
     if notebook := pages.notebook_of(page):
         assert box.select_one(f'a[href="../notebooks/{notebook}/"]'), "no link to the notebook"
-        assert box.select_one(f'a[href$="/blob/main/docs/notebooks/{notebook}.ipynb"]'), "no Open in Colab link"
 
 
 @pytest.mark.parametrize("edition", EDITIONS.values(), ids=EDITIONS)
@@ -71,8 +71,79 @@ def test_a_notebook_page_links_its_chapters_and_colab(name, edition, built_site)
     assert box.select_one(".admonition-title").get_text() == edition.words["read_along"]
     chapters = [a["href"] for a in box.select("a") if "colab" not in a["href"]]
     assert chapters == [f"../../{Path(page).stem}/" for page in pages.NOTEBOOKS[name]]
-    colab = box.select_one('a[href^="https://colab.research.google.com/github/"]')
-    assert colab and colab["href"].endswith(f"/blob/main/{edition.docs.name}/notebooks/{name}.ipynb")
+    assert box.select_one('a[href^="https://colab.research.google.com/github/"]'), "no Open in Colab link"
+
+
+# ---------------------------------------------------------------------------------------------
+# Outside links: where they lead, built with and without REPO_URL
+
+COLAB = re.compile(r"https://colab\.research\.google\.com/github/([^/]+/[^/]+)/blob/([^/]+)/(.+)")
+TYPED_URL = re.compile(r"https?://[^\s)\"'<>\]]+")
+
+
+def typed_links() -> set[str]:
+    """Outside links written into the sources (pages, notebooks, measured figures), which no hook makes."""
+    sources = [*ROOT.glob("docs*/**/*.md"), *ROOT.glob("docs*/notebooks/*.ipynb"), *ROOT.glob("measured/*.md")]
+    return {url for path in sources for url in TYPED_URL.findall(path.read_text())}
+
+
+def generated_links(site: Path) -> dict[str, str]:
+    """{outside link: a page that shows it} for every link of every page that the sources do not type."""
+    typed, found = typed_links(), {}
+    for page in sorted(site.rglob("*.html")):
+        for link in BeautifulSoup(page.read_text(), "html.parser").select("a[href^='http']"):
+            if link["href"] not in typed and not link["href"].startswith("https://squidfunk.github.io/"):
+                found.setdefault(link["href"], str(page.relative_to(site)))  # ^ the theme's footer credit
+    return found
+
+
+def where_it_leads(url: str, repository: str | None) -> str | None:
+    """None if `url` leads to something that exists at that address, else what is wrong with it."""
+    site = repository and repository.removeprefix("https://github.com/")
+    if colab := COLAB.fullmatch(url):
+        owner_name, ref, path = colab.groups()
+        if site:
+            return None if (owner_name, ref) == (site, "main") and (ROOT / path).is_file() else "not this repository's"
+        pinned = (urlsplit(pages.BOOK_REPOSITORY).path.strip("/"), pages.book_commit())
+        return None if (owner_name, ref) == pinned and path.startswith(pages.BOOK_NOTEBOOKS + "/") and (
+            pages.UPSTREAM / Path(path).name).is_file() else "not the book's notebook at the pinned commit"
+    if site and url.startswith(repository):
+        rest = url.removeprefix(repository)
+        if rest in ("", "/issues") or (rest.startswith("/edit/main/") and (ROOT / rest[11:]).is_file()):
+            return None
+        return "not a file of this repository"
+    if url == pages.BOOK_REPOSITORY and not site:  # the header's button of a local build
+        return None
+    if url.startswith(book.ISSUES):  # a fix of the book's repository that a page follows
+        declared = {str(difference.fix) for difference in book.differences()}
+        return None if url.removeprefix(book.ISSUES) in declared else "no declared fix has this number"
+    return "no check knows this kind of link"
+
+
+def test_every_outside_link_the_hooks_make_leads_somewhere(built_site, published_site):
+    """Colab opens a notebook that exists at its address: this repository's where REPO_URL says where it
+    is, else the book's own at the commit this site follows; the header names whose repository it links;
+    Home and Authoring link the site's source and issues where it is known, and nothing where it is not."""
+    builds = {"without REPO_URL": (built_site, None),
+              f"with REPO_URL={PUBLISHED['REPO_URL']}": (published_site / SUB_PATH, PUBLISHED["REPO_URL"])}
+    for build, (site, repository) in builds.items():
+        links = generated_links(site)
+        wrong = [f"{url} (on {page}): {problem}" for url, page in links.items()
+                 if (problem := where_it_leads(url, repository))]
+        assert not wrong, f"built {build}, outside links that lead nowhere:\n" + "\n".join(wrong)
+        assert any(COLAB.fullmatch(url) for url in links), f"built {build}: no Colab link at all"
+        for edition in EDITIONS.values():
+            home = soup_of(site, edition.prefix)
+            button = home.select_one("a.md-source")
+            assert button["href"] == (repository or pages.BOOK_REPOSITORY), build
+            name = urlsplit(button["href"]).path.strip("/")
+            whose = edition.words["site_repository" if repository else "book_repository"].format(name=name)
+            assert button.get_text(" ", strip=True) == whose, f"built {build}, the header's button says {button}"
+            for page in ("", "authoring/") if edition is ENGLISH else ("",):  # zh/authoring/ includes docs/'s
+                links_here = {a["href"] for a in soup_of(site, edition.prefix + page).select("article p a")}
+                expected = {repository, f"{repository}/issues"} if repository else set()
+                assert {url for url in links_here if PUBLISHED["REPO_URL"] in url} == expected, (
+                    f"built {build}, {edition.prefix}{page or 'index'} links {links_here & expected or 'nothing'}")
 
 
 # ---------------------------------------------------------------------------------------------

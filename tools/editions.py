@@ -72,9 +72,17 @@ ENGLISH = Edition("en", "English", "mkdocs.yml", ROOT / "docs", "", {
     "or": "; or ",
     "full_stop": ".",
     "colab": ", or [open it in Colab]({url})",
+    "colab_book": ", or [open the book's own notebook in Colab]({url})",  # where this site's repository is unknown
     "read_along": "Read along",
     "read_along_text": "The text and cells below are those of {chapters}, where each one is explained.",
     "read_along_colab": ' <a href="{url}">Open it in Colab</a>, or download it with the button above.',
+    "read_along_colab_book": (' Download it with the button above, or <a href="{url}">open the book\'s own '
+                              "notebook in Colab</a>."),
+    # The header's repository button (repo_name), and the line on Home and Authoring that links this site's.
+    "site_repository": "This site's source · {name}",
+    "book_repository": "The book's code · {name}",
+    "repository_line": "The site's source is at [{name}]({url}); report a mistake or ask a question in "
+                       "[its issues]({url}/issues).",
     "not_found": "Looking for a page of the English edition? Start from its home page:",  # on the other's 404 page
     # The theme's words that Material does not translate: the palette toggle, overrides/*.html.
     "dark_mode": "Switch to dark mode",
@@ -169,9 +177,14 @@ CHINESE = Edition("zh", "简体中文", "mkdocs.zh.yml", ROOT / "docs-zh", "zh/"
     "or": "；或",
     "full_stop": "。",
     "colab": "，或[在 Colab 中打开]({url})",
+    "colab_book": "，或[在 Colab 中打开原书自己的 Notebook]({url})",
     "read_along": "对照阅读",
     "read_along_text": "下面的文字和代码单元格来自 {chapters}，每一段在那里都有讲解。",
     "read_along_colab": ' <a href="{url}">在 Colab 中打开</a>，或用上方的按钮下载。',
+    "read_along_colab_book": '可以用上方的按钮下载它，或<a href="{url}">在 Colab 中打开原书自己的 Notebook</a>。',
+    "site_repository": "本站源代码 · {name}",
+    "book_repository": "原书代码 · {name}",
+    "repository_line": "本站的源代码在 [{name}]({url})；发现错误或有问题，请到[它的 issue 页面]({url}/issues)提出。",
     "not_found": "在找中文版的页面？请从中文版首页开始：",
     "dark_mode": "切换到深色模式",
     "light_mode": "切换到浅色模式",

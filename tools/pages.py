@@ -125,11 +125,28 @@ def split_download(text: str) -> list[str]:
     return [part.strip("\n") for part in text.split("\n# %%\n")[1:]]
 
 
-def colab_url(config, notebook: str, edition) -> str | None:
-    """An Open in Colab link for a notebook of this repository, where it is on GitHub."""
-    repo = urlsplit(config.repo_url or "")
+# The book's code, and where its notebooks (the names of ours) are, at the commit tests/upstream/ copies.
+BOOK_REPOSITORY = "https://github.com/rasbt/LLMs-from-scratch"
+BOOK_NOTEBOOKS = "appendix-A/01_main-chapter-code"
+UPSTREAM = ROOT / "tests" / "upstream"
+
+
+def book_commit() -> str:
+    return re.search(r"at commit\s+`([0-9a-f]{40})`", (UPSTREAM / "README.md").read_text())[1]
+
+
+def site_repository(config) -> str | None:
+    """This site's repository where REPO_URL says where it is (the Pages workflow sets it); None otherwise."""
+    return config.extra.get("site_repository")
+
+
+def colab_url(config, notebook: str, edition) -> tuple[str, bool]:
+    """Open in Colab: (the address, whether it is the book's notebook). This site's notebook where its
+    repository is on GitHub; otherwise the book's own, at the commit this site follows."""
+    repo = urlsplit(site_repository(config) or "")
     if repo.netloc != "github.com":
-        return None
+        return (f"https://colab.research.google.com/github{urlsplit(BOOK_REPOSITORY).path}/blob/{book_commit()}/"
+                f"{BOOK_NOTEBOOKS}/{notebook}.ipynb", True)
     branch = match[1] if (match := re.search(r"(?:edit|blob)/([^/]+)/", config.edit_uri or "")) else "main"
     return (f"https://colab.research.google.com/github{repo.path.rstrip('/')}/blob/{branch}/"
-            f"{edition.docs.name}/notebooks/{notebook}.ipynb")
+            f"{edition.docs.name}/notebooks/{notebook}.ipynb", False)

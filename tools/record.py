@@ -18,7 +18,8 @@ That single run gives everything that is stored:
 
 Lines that depend on the machine (a version, a timing, an unseeded weight) are declared in
 snippets/varying_outputs.toml; the check compares their shape, and re-recording keeps the stored
-value of a line that only changed its value, so an unchanged tree re-records to the same bytes.
+value of a timing or an unseeded draw that only changed its value, so an unchanged tree re-records
+to the same bytes.
 Writing is all or nothing: every file is written beside its target and renamed into place at the
 end, with Ctrl-C held back for those milliseconds.
 """
@@ -66,7 +67,7 @@ def record(scripts: bool = True) -> Recording:
         for name, text in recording.scripts.items():
             stored = SCRIPT_OUTPUTS / name
             recording.scripts[name] = kept(stored.read_text() if stored.exists() else None, text,
-                                           patterns_of(f"scripts:{Path(name).stem}", varying))
+                                           f"scripts:{Path(name).stem}", varying)
     recording.manifest = {"environment": next(iter(runs.values()))["environment"], "pages": {}}
     for page, run in runs.items():
         cells = run["cells"]
@@ -83,7 +84,7 @@ def record(scripts: bool = True) -> Recording:
                                      f"on docs/{page} than on an earlier page; a section shown on two pages "
                                      "must print the same on both.")
     for key, text in recording.outputs.items():
-        recording.outputs[key] = kept(stored_output(key), text, patterns_of(key, varying))
+        recording.outputs[key] = kept(stored_output(key), text, key, varying)
     for edition in EDITIONS.values():  # one notebook per language: the same cells, the text of its edition
         for name in pages.NOTEBOOKS:
             recording.notebooks[edition.notebooks / f"{name}.ipynb"] = notebook_text(

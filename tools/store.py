@@ -46,8 +46,8 @@ def _varying_patterns(path: Path, changed: int) -> dict[str, dict]:
     specs = {f"{module}:{section}": spec for module, sections in declared.items()
              for section, spec in sections.items()}
     for key, spec in specs.items():
-        for pattern in spec["lines"]:
-            if accepted := [c for c in CANARIES if re.fullmatch(pattern, c)]:
+        for pattern in spec["lines"]:  # the entry's own wrong lines: recordings of the right shape that are wrong
+            if accepted := [c for c in CANARIES + spec.get("wrong", []) if re.fullmatch(pattern, c)]:
                 raise RecordingError(f"{path.name}: [{key.replace(':', '.')}] pattern {pattern!r} also accepts "
                                      f"{accepted[0]!r}, so it would hide a broken output; make it match only "
                                      "the line it is for.")
@@ -81,10 +81,14 @@ def patterns_of(key: str, varying: dict[str, dict]) -> list[str]:
     return varying.get(key, {}).get("lines", [])
 
 
-def kept(stored: str | None, fresh: str, patterns: list[str]) -> str:
-    """What to store: a value that only changed where the machine decides keeps the stored one, so
-    that an unchanged tree re-records to the same bytes."""
-    return stored if stored is not None and compare_text(stored, fresh, patterns, "") is None else fresh
+def kept(stored: str | None, fresh: str, key: str, varying: dict[str, dict]) -> str:
+    """What to store: a value that changes from run to run (a timing, an unseeded draw) keeps the stored
+    one where only that value changed, so that an unchanged tree re-records to the same bytes. Anything
+    else is stored as printed: a line that depends on the machine is what this machine prints."""
+    spec = varying.get(key, {})
+    if stored is None or not (spec.get("random") or spec.get("each_run")):
+        return fresh
+    return stored if compare_text(stored, fresh, spec["lines"], "") is None else fresh
 
 
 # ---------------------------------------------------------------------------------------------

@@ -76,7 +76,8 @@ def _read_along(page, config) -> str:
     words = edition.words
     links = " · ".join(f'<a href="{get_relative_url(CHAPTERS[p][1], page.url)}">{CHAPTERS[p][0]}</a>'
                        for p in pages.NOTEBOOKS[name])
-    colab = words["read_along_colab"].format(url=colab) if (colab := pages.colab_url(config, name, edition)) else ""
+    colab, the_books = pages.colab_url(config, name, edition)
+    colab = words["read_along_colab_book" if the_books else "read_along_colab"].format(url=colab)
     return (f'<div class="admonition info"><p class="admonition-title">{words["read_along"]}</p>'
             f"<p>{words['read_along_text'].format(chapters=links)}{colab}</p></div>\n")
 

@@ -82,7 +82,18 @@ def on_config(config: MkDocsConfig) -> MkDocsConfig:
         {"name": "math", "class": "math", "format": _mathml("block")})
     config.mdx_configs.setdefault("pymdownx.inlinehilite", {}).setdefault("custom_inline", []).append(
         {"name": "math", "class": "math", "format": _mathml("inline")})
+    _repository(config, edition)
     return config
+
+
+def _repository(config: MkDocsConfig, edition) -> None:
+    """The header's repository button, named for whose it is: this site's where REPO_URL says where it
+    is, else the book's code (a local build does not know where its repository is)."""
+    site = config.repo_url.rstrip("/") or None
+    config.extra["site_repository"] = site  # read by tools/pages.py: the Colab links, the repository line
+    config.repo_url = site or pages.BOOK_REPOSITORY
+    name = urlsplit(config.repo_url).path.strip("/")
+    config.repo_name = edition.words["site_repository" if site else "book_repository"].format(name=name)
 
 
 def on_files(files: Files, /, *, config: MkDocsConfig) -> Files:
@@ -236,10 +247,10 @@ def _run_it_yourself(page, config, edition) -> str:
     script = get_relative_url(f"downloads/{name}", src)
     links = [words["download"].format(script=f'[`{name}`]({script}){{ download="{name}" }}')]
     if notebook := pages.notebook_of(src):
-        colab = pages.colab_url(config, notebook, edition)
+        colab, the_books = pages.colab_url(config, notebook, edition)
         links.append(words["notebook"].format(
             notebook=f"[{notebook}]({get_relative_url(f'notebooks/{notebook}.ipynb', src)})")
-            + (words["colab"].format(url=colab) if colab else ""))
+            + words["colab_book" if the_books else "colab"].format(url=colab))
     return f'!!! tip "{words["run_it_yourself"]}"\n\n    ' + words["or"].join(links) + words["full_stop"] + "\n\n"
 
 
@@ -265,8 +276,20 @@ def _glossary_table() -> str:
     return _table(["English", "中文", "Not", "Note"], rows)
 
 
+REPOSITORY_MARK = "<!-- site repository -->"  # where Home and Authoring link the site's repository
+
+
+def _repository_line(config, edition) -> str:
+    """The site's repository and its issues, where REPO_URL says where it is; nothing otherwise."""
+    if not (site := pages.site_repository(config)):
+        return ""
+    return edition.words["repository_line"].format(url=site, name=urlsplit(site).path.strip("/"))
+
+
 def on_page_markdown(markdown: str, /, *, page: Page, config: MkDocsConfig, files: Files) -> str:
     src, edition = page.file.src_uri, editions.of(config)
+    if REPOSITORY_MARK in markdown:
+        markdown = markdown.replace(REPOSITORY_MARK, _repository_line(config, edition))
     if book.TABLE_MARK in markdown:
         markdown = markdown.replace(book.TABLE_MARK, _differences_table(edition))
     if editions.GLOSSARY_MARK in markdown:
