@@ -114,8 +114,9 @@ def where_it_leads(url: str, repository: str | None) -> str | None:
         return "not a file of this repository"
     if url == pages.BOOK_REPOSITORY and not site:  # the header's button of a local build
         return None
-    if url.startswith(book.ISSUES):  # a fix of the book's repository that a page follows
-        declared = {str(difference.fix) for difference in book.differences()}
+    if url.startswith(book.ISSUES):  # a fix of the book's repository that a page follows, or that a reason cites
+        declared = {str(difference.fix) for difference in book.differences()} | {
+            number for difference in book.differences() for number in book.ISSUE.findall(difference.reasons["en"])}
         return None if url.removeprefix(book.ISSUES) in declared else "no declared fix has this number"
     return "no check knows this kind of link"
 
