@@ -3,6 +3,7 @@
 # one process per GPU (NCCL), or 2 CPU processes (Gloo).
 
 import argparse
+import logging
 import signal
 import socket
 import sys
@@ -262,6 +263,7 @@ if __name__ == "__main__":
     os.environ.setdefault("OMP_NUM_THREADS", "1")  # processes share cores
     signal.signal(signal.SIGINT, stop)
     signal.signal(signal.SIGTERM, stop)
+    logging.getLogger("torch.multiprocessing.spawn").setLevel(logging.ERROR)
 
     # NEW: spawn new processes
     # note that spawn will automatically pass the rank

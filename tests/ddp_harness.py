@@ -1,7 +1,7 @@
 """What the DDP tests share: one launch with a time limit that leaves nothing behind (`run_job`),
 scripts copied alone into an empty folder (`alone`), the check of a run against its recording
-(`assert_recorded`), what DDP training must equal (`single_process_weights`, `assert_same_weights`)
-and a free port (`free_port`)."""
+(`assert_recorded`), what DDP training must equal (`single_process_weights`, `assert_same_weights`),
+a free port (`free_port`) and a fault injected from outside the scripts (`with_fault`)."""
 
 import contextlib
 import importlib.util
@@ -23,7 +23,7 @@ import torch.nn.functional as F
 from torch.utils.data import DataLoader
 from torch.utils.data.distributed import DistributedSampler
 
-from tools.runner import SCRIPT_RUNS, kill_group, session
+from tools.runner import FAULT_INJECTION, SCRIPT_RUNS, kill_group, session
 from tools.runner import ddp_environment as environment
 from tools.sections import ROOT
 from tools.store import SCRIPT_OUTPUTS, compare_text, patterns_of, varying_patterns
@@ -232,3 +232,9 @@ def free_port():
     with socket.socket() as probe:
         probe.bind(("", 0))
         return probe.getsockname()[1]
+
+
+def with_fault(fault, **extra):
+    """The environment of a run in which scripts/fault-injection makes a rank raise, be killed or stall
+    after its 6th optimizer step (the first of epoch 2 with 2 ranks); the last rank unless FAULT_RANK."""
+    return environment(PYTHONPATH=str(FAULT_INJECTION), FAULT=fault, **extra)
