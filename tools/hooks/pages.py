@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # mkdocs loads thi
 for name in [name for name in sys.modules if name == "tools" or name.startswith("tools.")]:
     del sys.modules[name]
 
-from tools import book, checker, editions, pages, plots  # noqa: E402
+from tools import book, checker, editions, pages, plots, script_diff  # noqa: E402
 from tools.sections import OUTPUTS, ROOT, section_code  # noqa: E402
 from tools.store import GPU_OUTPUTS, MANIFEST, output_path, tomllib, varying_patterns  # noqa: E402
 
@@ -94,7 +94,7 @@ def on_files(files: Files, /, *, config: MkDocsConfig) -> Files:
         for path in sorted((editions.ENGLISH.docs / "assets").glob("*.*")):
             if not files.get_file_from_path(f"assets/{path.name}"):
                 add(f"assets/{path.name}", abs_src_path=str(path))
-    for pattern in ("scripts/*.py", "scripts/*.sbatch"):
+    for pattern in ("scripts/*.py", "scripts/*/*.py", "scripts/*.sbatch"):
         for path in sorted(ROOT.glob(pattern)):
             add(f"downloads/{path.relative_to(ROOT).as_posix()}", abs_src_path=str(path))
     scripts = {pages.download_name(page): partial(pages.download_text, page) for page in pages.chapter_pages()}
@@ -228,8 +228,48 @@ def _glossary_table() -> str:
     return _table(["English", "中文", "Not", "Note"], rows)
 
 
+# ---------------------------------------------------------------------------------------------
+# The DDP scripts as diffs of their bases (tools/script_diff.py), each changed part with its reason
+
+SCRIPT_WORDS = {"en": {"ours": "Ours", "book": "the book's", "diff": "{script}: {part}, as a diff of {base}",
+                       "same": "Unchanged from {base}: {parts}.", "why": "Why"},
+                "zh": {"ours": "本站", "book": "书中", "diff": "{script}：{part}，与{base}的差异",
+                       "same": "与{base}相同：{parts}。", "why": "原因"}}
+
+
+def _script_diffs(markdown: str, edition) -> str:
+    """Replace each script_diff.MARK with the script's changed parts, each a diff with its reason below."""
+    for script in script_diff.BASES:
+        mark = script_diff.MARK.format(script=script)
+        if mark in markdown:
+            markdown = markdown.replace(mark, _script_diff(script, edition))
+    return markdown
+
+
+def _script_diff(script: str, edition) -> str:
+    words, language = SCRIPT_WORDS[edition.language], edition.language
+    base = words["book"] if script_diff.BASES[script].parent == script_diff.BOOK else script_diff.BASES[script].name
+    reasons, blocks = script_diff.reasons().get(script, {}), []
+    compared = script_diff.compare(script)
+    same = [f"`{part.name}`" for part in compared if not part.diff]
+    if same:
+        blocks.append(words["same"].format(base=base, parts=", ".join(same)))
+    for part in compared:
+        if not part.diff:
+            continue
+        if part.name not in reasons:
+            log.warning(f"{script_diff.DECLARED.name}: the part {part.name} of scripts/{script} differs "
+                        f"without a reason; declare one as [{script[:-3]}.{part.name}]")
+        title = f'{words["ours"]} · ' + words["diff"].format(script=script, part=part.name, base=base)
+        code = "\n".join(part.diff)
+        reason = reasons.get(part.name, {}).get(language, "")
+        blocks.append(f'```diff title="{title}"\n{code}\n```\n\n!!! note "{words["why"]}"\n    {reason}')
+    return "\n\n".join(blocks)
+
+
 def on_page_markdown(markdown: str, /, *, page: Page, config: MkDocsConfig, files: Files) -> str:
     src, edition = page.file.src_uri, editions.of(config)
+    markdown = _script_diffs(markdown, edition)
     if book.TABLE_MARK in markdown:
         markdown = markdown.replace(book.TABLE_MARK, _differences_table(edition))
     if editions.GLOSSARY_MARK in markdown:
