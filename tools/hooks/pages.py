@@ -9,6 +9,7 @@ language switch to the same page. What they write is in the edition's words (too
 pages have hooks of their own (notebooks.py).
 """
 
+import html
 import json
 import logging
 import os
@@ -20,6 +21,10 @@ from pathlib import Path
 from urllib.parse import urljoin, urlsplit
 
 import latex2mathml.converter
+import pygments
+import pygments.formatters
+import pygments.lexers
+from markdown import markdown as render_markdown
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.structure.files import File, Files
 from mkdocs.structure.nav import Navigation
@@ -229,21 +234,36 @@ def _glossary_table() -> str:
 
 
 # ---------------------------------------------------------------------------------------------
-# The DDP scripts as diffs of their bases (tools/script_diff.py), each changed part with its reason
+# The DDP scripts as diffs of their bases (tools/script_diff.py), each changed part with its reason, and the
+# book's listing collapsed. Written as HTML once the page is rendered: a highlighted block without a line
+# anchor per line, so that the pages stay light on a phone.
 
 SCRIPT_WORDS = {"en": {"ours": "Ours", "book": "the book's", "diff": "{script}: {part}, as a diff of {base}",
-                       "same": "Unchanged from {base}: {parts}.", "why": "Why"},
+                       "same": "Unchanged from {base}: {parts}.", "why": "Why", "listing": "the whole listing"},
                 "zh": {"ours": "本站", "book": "书中", "diff": "{script}：{part}，与{base}的差异",
-                       "same": "与{base}相同：{parts}。", "why": "原因"}}
+                       "same": "与{base}相同：{parts}。", "why": "原因", "listing": "完整代码"}}
+BOOK_LISTING = "<!-- book's {script} -->"  # where a page shows the book's script, collapsed
 
 
-def _script_diffs(markdown: str, edition) -> str:
-    """Replace each script_diff.MARK with the script's changed parts, each a diff with its reason below."""
-    for script in script_diff.BASES:
-        mark = script_diff.MARK.format(script=script)
-        if mark in markdown:
-            markdown = markdown.replace(mark, _script_diff(script, edition))
-    return markdown
+def _code_html(code: str, language: str, title: str) -> str:
+    """A code block as Material renders one with a title, without line spans and anchors."""
+    tokens = pygments.highlight(code, pygments.lexers.get_lexer_by_name(language),
+                                pygments.formatters.HtmlFormatter(nowrap=True))
+    return (f'<div class="language-{language} highlight"><span class="filename">{html.escape(title)}</span>'
+            f"<pre><span></span><code>{tokens}</code></pre></div>")
+
+
+def _scripts_as_html(content: str, edition) -> str:
+    words = SCRIPT_WORDS[edition.language]
+    for script, base in script_diff.BASES.items():
+        if (mark := script_diff.MARK.format(script=script)) in content:
+            content = content.replace(mark, _script_diff(script, edition))
+        if (mark := BOOK_LISTING.format(script=script)) in content:
+            title = f"{SCRIPT_WORDS[edition.language]['book'].capitalize()} · {script}"
+            listing = _code_html((script_diff.BOOK / script).read_text(), "python", title)
+            content = content.replace(mark, f'<details class="quote" data-search-exclude><summary>{title} '
+                                            f"({words['listing']})</summary>{listing}</details>")
+    return content
 
 
 def _script_diff(script: str, edition) -> str:
@@ -251,9 +271,8 @@ def _script_diff(script: str, edition) -> str:
     base = words["book"] if script_diff.BASES[script].parent == script_diff.BOOK else script_diff.BASES[script].name
     reasons, blocks = script_diff.reasons().get(script, {}), []
     compared = script_diff.compare(script)
-    same = [f"`{part.name}`" for part in compared if not part.diff]
-    if same:
-        blocks.append(words["same"].format(base=base, parts=", ".join(same)))
+    if same := [f"<code>{part.name}</code>" for part in compared if not part.diff]:
+        blocks.append(f"<p>{words['same'].format(base=base, parts=', '.join(same))}</p>")
     for part in compared:
         if not part.diff:
             continue
@@ -261,15 +280,15 @@ def _script_diff(script: str, edition) -> str:
             log.warning(f"{script_diff.DECLARED.name}: the part {part.name} of scripts/{script} differs "
                         f"without a reason; declare one as [{script[:-3]}.{part.name}]")
         title = f'{words["ours"]} · ' + words["diff"].format(script=script, part=part.name, base=base)
-        code = "\n".join(part.diff)
-        reason = reasons.get(part.name, {}).get(language, "")
-        blocks.append(f'```diff title="{title}"\n{code}\n```\n\n!!! note "{words["why"]}"\n    {reason}')
-    return "\n\n".join(blocks)
+        reason = render_markdown(book.ISSUE.sub(lambda m: f"[{m[0]}]({book.ISSUES}{m[1]})",
+                                                reasons.get(part.name, {}).get(language, "")))
+        blocks.append(_code_html("\n".join(part.diff), "diff", title)
+                      + f'<div class="admonition note"><p class="admonition-title">{words["why"]}</p>{reason}</div>')
+    return "\n".join(blocks)
 
 
 def on_page_markdown(markdown: str, /, *, page: Page, config: MkDocsConfig, files: Files) -> str:
     src, edition = page.file.src_uri, editions.of(config)
-    markdown = _script_diffs(markdown, edition)
     if book.TABLE_MARK in markdown:
         markdown = markdown.replace(book.TABLE_MARK, _differences_table(edition))
     if editions.GLOSSARY_MARK in markdown:
@@ -295,9 +314,10 @@ EARLIER_CODE = re.compile(r'<details(?= class="example">\s*<summary>(?:%s)</summ
     re.escape(edition.words["earlier_code"]) for edition in editions.EDITIONS.values()))
 
 
-def on_page_content(html: str, /, *, page: Page, config: MkDocsConfig, files: Files) -> str:
-    html = WHOLE_SCRIPT.sub(r"\g<0> data-search-exclude", html)
-    return EARLIER_CODE.sub("<details data-search-exclude", html)
+def on_page_content(content: str, /, *, page: Page, config: MkDocsConfig, files: Files) -> str:
+    content = _scripts_as_html(content, editions.of(config))
+    content = WHOLE_SCRIPT.sub(r"\g<0> data-search-exclude", content)
+    return EARLIER_CODE.sub("<details data-search-exclude", content)
 
 
 def on_page_context(context: dict, /, *, page: Page, config: MkDocsConfig, nav: Navigation) -> dict:
