@@ -1,7 +1,11 @@
+# Copyright (c) Sebastian Raschka under Apache License 2.0 (see LICENSE.txt).
+# Source for "Build a Large Language Model From Scratch"
+#   - https://www.manning.com/books/build-a-large-language-model-from-scratch
+# Code: https://github.com/rasbt/LLMs-from-scratch
+# Changed by this site (A.9.3): our DDP-script.py for torchrun, with what a
+# long job needs (the banners below)
+
 # Appendix A: Introduction to PyTorch (Part 3)
-# A.9.3's DDP-script-torchrun.py: our DDP-script.py, started by torchrun on
-# one machine or several, with what a long job needs (the banners below).
-#   torchrun --standalone --nproc_per_node=2 DDP-script-torchrun.py
 
 import argparse
 import sys
@@ -377,7 +381,6 @@ if __name__ == "__main__":
                  " stays, to resume with --snapshot)")
         print(f"snapshot file: {args.snapshot}"
               f"{until * args.snapshot_is_default}", file=sys.stderr)
-    # no torch.manual_seed(123) here: main() seeds in every process
 
     try:  # an error ends this rank in one line; torchrun stops the others
         main(rank, local_rank, world_size, args)

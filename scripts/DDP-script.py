@@ -1,9 +1,12 @@
+# Copyright (c) Sebastian Raschka under Apache License 2.0 (see LICENSE.txt).
+# Source for "Build a Large Language Model From Scratch"
+#   - https://www.manning.com/books/build-a-large-language-model-from-scratch
+# Code: https://github.com/rasbt/LLMs-from-scratch
+# Changed by this site (A.9.3): runs on GPUs with NCCL and on CPUs with Gloo
+
 # Appendix A: Introduction to PyTorch (Part 3)
-# A.9.3's DDP-script.py, changed to run on any machine with only PyTorch:
-# one process per GPU (NCCL), or 2 CPU processes (Gloo).
 
 import argparse
-import logging
 import signal
 import socket
 import sys
@@ -238,9 +241,9 @@ def parse_args():  # a bad value stops here, in one sentence
         try:
             s.bind(("", int(os.environ.get("MASTER_PORT", "0"))))
         except (ValueError, OverflowError, OSError):
-            parser.error(f"MASTER_PORT={os.environ['MASTER_PORT']} is in use or"
-                         " not a port number; choose a free port (1 to 65535)"
-                         ", or unset MASTER_PORT to get one.")
+            parser.error(f"MASTER_PORT={os.environ['MASTER_PORT']} is in use"
+                         " or not a port number; choose a free port (1 to"
+                         " 65535), or unset MASTER_PORT to get one.")
         os.environ.setdefault("MASTER_PORT", str(s.getsockname()[1]))
     return args
 
@@ -259,11 +262,9 @@ if __name__ == "__main__":
     print("PyTorch version:", torch.__version__)
     print("CUDA available:", torch.cuda.is_available())
     print("Number of GPUs available:", torch.cuda.device_count())
-    # no torch.manual_seed(123) here: main() seeds in every process
     os.environ.setdefault("OMP_NUM_THREADS", "1")  # processes share cores
     signal.signal(signal.SIGINT, stop)
     signal.signal(signal.SIGTERM, stop)
-    logging.getLogger("torch.multiprocessing.spawn").setLevel(logging.ERROR)
 
     # NEW: spawn new processes
     # note that spawn will automatically pass the rank

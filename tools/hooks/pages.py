@@ -238,10 +238,12 @@ def _glossary_table() -> str:
 # book's listing collapsed. Written as HTML once the page is rendered: a highlighted block without a line
 # anchor per line, so that the pages stay light on a phone.
 
-SCRIPT_WORDS = {"en": {"ours": "Ours", "book": "the book's", "diff": "{script}: {part}, as a diff of {base}",
-                       "same": "Unchanged from {base}: {parts}.", "why": "Why", "listing": "the whole listing"},
-                "zh": {"ours": "本站", "book": "书中", "diff": "{script}：{part}，与{base}的差异",
-                       "same": "与{base}相同：{parts}。", "why": "原因", "listing": "完整代码"}}
+SCRIPT_WORDS = {"en": {"ours": "Ours", "book_label": "Book", "book": "the book's", "why": "Why",
+                       "diff": "{script}: {part}, as a diff of {base}", "same": "Unchanged from {base}: {parts}.",
+                       "listing": "the whole listing"},
+                "zh": {"ours": "本站", "book_label": "书中", "book": "书中", "why": "原因",
+                       "diff": "{script}：{part}，与{base}的差异", "same": "与{base}相同：{parts}。",
+                       "listing": "完整代码"}}
 BOOK_LISTING = "<!-- book's {script} -->"  # where a page shows the book's script, collapsed
 
 
@@ -259,7 +261,7 @@ def _scripts_as_html(content: str, edition) -> str:
         if (mark := script_diff.MARK.format(script=script)) in content:
             content = content.replace(mark, _script_diff(script, edition))
         if (mark := BOOK_LISTING.format(script=script)) in content:
-            title = f"{SCRIPT_WORDS[edition.language]['book'].capitalize()} · {script}"
+            title = f"{words['book_label']} · {script}"
             listing = _code_html((script_diff.BOOK / script).read_text(), "python", title)
             content = content.replace(mark, f'<details class="quote" data-search-exclude><summary>{title} '
                                             f"({words['listing']})</summary>{listing}</details>")
