@@ -9,7 +9,6 @@ language switch to the same page. What they write is in the edition's words (too
 pages have hooks of their own (notebooks.py).
 """
 
-import html
 import json
 import logging
 import os
@@ -17,6 +16,7 @@ import re
 import sys
 import textwrap
 from functools import partial
+from html import escape
 from pathlib import Path
 from urllib.parse import urljoin, urlsplit
 
@@ -251,13 +251,13 @@ def _code_html(code: str, language: str, title: str) -> str:
     """A code block as Material renders one with a title, without line spans and anchors."""
     tokens = pygments.highlight(code, pygments.lexers.get_lexer_by_name(language),
                                 pygments.formatters.HtmlFormatter(nowrap=True))
-    return (f'<div class="language-{language} highlight"><span class="filename">{html.escape(title)}</span>'
+    return (f'<div class="language-{language} highlight"><span class="filename">{escape(title)}</span>'
             f"<pre><span></span><code>{tokens}</code></pre></div>")
 
 
 def _scripts_as_html(content: str, edition) -> str:
     words = SCRIPT_WORDS[edition.language]
-    for script, base in script_diff.BASES.items():
+    for script in script_diff.BASES:
         if (mark := script_diff.MARK.format(script=script)) in content:
             content = content.replace(mark, _script_diff(script, edition))
         if (mark := BOOK_LISTING.format(script=script)) in content:
@@ -316,10 +316,10 @@ EARLIER_CODE = re.compile(r'<details(?= class="example">\s*<summary>(?:%s)</summ
     re.escape(edition.words["earlier_code"]) for edition in editions.EDITIONS.values()))
 
 
-def on_page_content(content: str, /, *, page: Page, config: MkDocsConfig, files: Files) -> str:
-    content = _scripts_as_html(content, editions.of(config))
-    content = WHOLE_SCRIPT.sub(r"\g<0> data-search-exclude", content)
-    return EARLIER_CODE.sub("<details data-search-exclude", content)
+def on_page_content(html: str, /, *, page: Page, config: MkDocsConfig, files: Files) -> str:
+    html = _scripts_as_html(html, editions.of(config))
+    html = WHOLE_SCRIPT.sub(r"\g<0> data-search-exclude", html)
+    return EARLIER_CODE.sub("<details data-search-exclude", html)
 
 
 def on_page_context(context: dict, /, *, page: Page, config: MkDocsConfig, nav: Navigation) -> dict:
