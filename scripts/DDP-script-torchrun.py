@@ -91,7 +91,7 @@ class NeuralNetwork(torch.nn.Module):
         return logits
 
 
-def prepare_dataset(rank, world_size):
+def prepare_dataset():
     X_train = torch.tensor([
         [-1.2, 3.1],
         [-0.9, 2.9],
@@ -128,15 +128,13 @@ def prepare_dataset(rank, world_size):
         pin_memory=torch.cuda.is_available(),
         drop_last=True,
         # NEW: chunk batches across GPUs without overlapping samples:
-        sampler=DistributedSampler(train_ds, num_replicas=world_size,
-                                   rank=rank)  # NEW
+        sampler=DistributedSampler(train_ds)  # NEW
     )
     test_loader = DataLoader(
         dataset=test_ds,
         batch_size=2,
         shuffle=False,
-        sampler=DistributedSampler(test_ds, num_replicas=world_size,
-                                   rank=rank, shuffle=False),
+        sampler=DistributedSampler(test_ds, shuffle=False),
     )
     return train_loader, test_loader
 
@@ -150,7 +148,7 @@ def main(rank, local_rank, world_size, args):
         device = torch.device("cuda", local_rank) if cuda else "cpu"
         if rank == 0:
             print(f"Training on {world_size} processes with {backend}")
-        train_loader, test_loader = prepare_dataset(rank, world_size)
+        train_loader, test_loader = prepare_dataset()
         torch.manual_seed(123)  # in every process: the same first weights
         model = NeuralNetwork(num_inputs=2, num_outputs=2)
         model.to(device)

@@ -87,7 +87,7 @@ class NeuralNetwork(torch.nn.Module):
         return logits
 
 
-def prepare_dataset(rank, world_size):
+def prepare_dataset():
     X_train = torch.tensor([
         [-1.2, 3.1],
         [-0.9, 2.9],
@@ -124,15 +124,13 @@ def prepare_dataset(rank, world_size):
         pin_memory=torch.cuda.is_available(),
         drop_last=True,
         # NEW: chunk batches across GPUs without overlapping samples:
-        sampler=DistributedSampler(train_ds, num_replicas=world_size,
-                                   rank=rank)  # NEW
+        sampler=DistributedSampler(train_ds)  # NEW
     )
     test_loader = DataLoader(
         dataset=test_ds,
         batch_size=2,
         shuffle=False,
-        sampler=DistributedSampler(test_ds, num_replicas=world_size,
-                                   rank=rank, shuffle=False),
+        sampler=DistributedSampler(test_ds, shuffle=False),
     )
     return train_loader, test_loader
 
@@ -146,7 +144,7 @@ def main(rank, world_size, num_epochs, save):
         device = torch.device("cuda", rank) if cuda else torch.device("cpu")
         if rank == 0:
             print(f"Training on {world_size} processes with {backend}")
-        train_loader, test_loader = prepare_dataset(rank, world_size)
+        train_loader, test_loader = prepare_dataset()
         torch.manual_seed(123)  # in every process: the same first weights
         model = NeuralNetwork(num_inputs=2, num_outputs=2)
         model.to(device)
@@ -268,8 +266,8 @@ if __name__ == "__main__":
 
     # NEW: spawn new processes
     # note that spawn will automatically pass the rank
-    context = mp.spawn(main, nprocs=args.world_size, join=False, args=(
-        args.world_size, args.epochs, args.save))
+    context = mp.spawn(main, args=(args.world_size, args.epochs, args.save),
+                       nprocs=args.world_size, join=False)
     # nprocs=world_size spawns one process per GPU
     try:  # if a rank fails, join() ends the others and raises
         while not context.join():

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import psutil
 import torch
+import torch.distributed as dist
 import torch.nn.functional as F
 from torch.utils.data import DataLoader
 from torch.utils.data.distributed import DistributedSampler
@@ -195,6 +196,16 @@ def load_script(name):
     return module
 
 
+def script_dataset(script):
+    """The training set that `script`'s prepare_dataset() builds; its samplers need a process group: one of
+    one process, in memory, for the call."""
+    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    try:
+        return script.prepare_dataset()[0].dataset
+    finally:
+        dist.destroy_process_group()
+
+
 def single_process_weights(epochs=3, world_size=2):
     """The state_dict of one process, without DDP, trained on the concatenation of the batches that
     ranks 0 .. world_size-1 get at each step: what a DDP run with --save must write.
@@ -203,7 +214,7 @@ def single_process_weights(epochs=3, world_size=2):
     gradient of the mean loss over all their batches together.
     """
     script = load_script("DDP-script.py")
-    dataset = script.prepare_dataset(0, world_size)[0].dataset
+    dataset = script_dataset(script)
     samplers = [DistributedSampler(dataset, num_replicas=world_size, rank=r) for r in range(world_size)]
     loaders = [DataLoader(dataset, batch_size=2, sampler=s, drop_last=True) for s in samplers]
     torch.manual_seed(123)  # as every rank does before building the model

@@ -60,9 +60,9 @@ def compare(script: str) -> list[Part]:
     compared = []
     for name in order:
         old, new = base.get(name, "").splitlines(), ours.get(name, "").splitlines()
-        lines = [line for line in difflib.ndiff(old, new) if not line.startswith("?")]
-        changed = old != new
-        compared.append(Part(name, [line[0] + line[2:] for line in lines] if changed else []))
+        # One hunk with the whole part as its context, without its three header lines
+        diff = list(difflib.unified_diff(old, new, n=len(old) + len(new), lineterm=""))[3:]
+        compared.append(Part(name, diff))
     return compared
 
 
