@@ -1,7 +1,7 @@
 """What the DDP tests share: one launch with a time limit that leaves nothing behind (`run_job`),
 scripts copied alone into an empty folder (`alone`), the check of a run against its recording
-(`assert_recorded`), what DDP training must equal (`single_process_weights`, `assert_same_weights`)
-and a free port (`free_port`)."""
+(`assert_recorded`), what DDP training must equal (`single_process_weights`, `assert_same_weights`),
+a free port (`free_port`) and a fault injected from outside the scripts (`with_fault`)."""
 
 import contextlib
 import importlib.util
@@ -19,11 +19,12 @@ from pathlib import Path
 
 import psutil
 import torch
+import torch.distributed as dist
 import torch.nn.functional as F
 from torch.utils.data import DataLoader
 from torch.utils.data.distributed import DistributedSampler
 
-from tools.runner import SCRIPT_RUNS, kill_group, session
+from tools.runner import FAULT_INJECTION, SCRIPT_RUNS, kill_group, session
 from tools.runner import ddp_environment as environment
 from tools.sections import ROOT
 from tools.store import SCRIPT_OUTPUTS, compare_text, patterns_of, varying_patterns
@@ -195,6 +196,16 @@ def load_script(name):
     return module
 
 
+def script_dataset(script):
+    """The training set that `script`'s prepare_dataset() builds; its samplers need a process group: one of
+    one process, in memory, for the call."""
+    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    try:
+        return script.prepare_dataset()[0].dataset
+    finally:
+        dist.destroy_process_group()
+
+
 def single_process_weights(epochs=3, world_size=2):
     """The state_dict of one process, without DDP, trained on the concatenation of the batches that
     ranks 0 .. world_size-1 get at each step: what a DDP run with --save must write.
@@ -203,7 +214,7 @@ def single_process_weights(epochs=3, world_size=2):
     gradient of the mean loss over all their batches together.
     """
     script = load_script("DDP-script.py")
-    dataset = script.prepare_dataset(0, world_size)[0].dataset
+    dataset = script_dataset(script)
     samplers = [DistributedSampler(dataset, num_replicas=world_size, rank=r) for r in range(world_size)]
     loaders = [DataLoader(dataset, batch_size=2, sampler=s, drop_last=True) for s in samplers]
     torch.manual_seed(123)  # as every rank does before building the model
@@ -232,3 +243,9 @@ def free_port():
     with socket.socket() as probe:
         probe.bind(("", 0))
         return probe.getsockname()[1]
+
+
+def with_fault(fault, **extra):
+    """The environment of a run in which scripts/fault-injection makes a rank raise, be killed or stall
+    after its 6th optimizer step (the first of epoch 2 with 2 ranks); the last rank unless FAULT_RANK."""
+    return environment(PYTHONPATH=str(FAULT_INJECTION), FAULT=fault, **extra)

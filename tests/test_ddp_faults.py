@@ -1,6 +1,7 @@
 """The DDP scripts fail well: quickly, with one clear message, a non-zero exit, nothing left running
 and no stray file.
 
+Faults are injected from outside the scripts, by scripts/fault-injection (`with_fault`).
 The launches are started at once by the module fixture `jobs`; each test asserts on one of them
 (generous time bounds; `pytest -s` prints the measured times), in any order.
 Checks of the command line and of paths stop a script before it starts any process, so most run
@@ -37,6 +38,7 @@ from ddp_harness import (
     load_script,
     run_job,
     single_process_weights,
+    with_fault,
 )
 
 from tools.runner import FULL_ACCURACY
@@ -67,23 +69,22 @@ def jobs(tmp):
                whole)
     (tmp / "truncated.pt").write_bytes(whole.read_bytes()[: whole.stat().st_size // 2])
     # The environments are made here, not in the threads: `run_in_process` changes os.environ meanwhile.
-    env = environment()
+    env, kill, stall = environment(), with_fault("kill"), with_fault("stall")
     lonely = environment(RANK="0", WORLD_SIZE="2", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()))
     launches = {
         "bad world size": lambda: run_job([SPAWN, "--world-size", "0"], env=env),
         "torchrun recovers": lambda: run_job(
-            [*TORCHRUN_2, "--max-restarts=3", TORCHRUN, "--fault", "kill", "--timeout", "20",
-             "--save", tmp / "recovered.pt", "--snapshot", tmp / "recovery-snapshot.pt"], env=env, timeout=150),
-        "spawn stall": lambda: run_job([SPAWN, "--fault", "stall", "--timeout", TIMEOUT], env=env),
-        "torchrun stall": lambda: run_job([*TORCHRUN_2, TORCHRUN, "--fault", "stall", "--timeout", TIMEOUT,
-                                           "--snapshot", tmp / "stall-snapshot.pt"], env=env),
+            [*TORCHRUN_2, "--max-restarts=3", TORCHRUN, "--timeout", "20", "--save", tmp / "recovered.pt",
+             "--snapshot", tmp / "recovery-snapshot.pt"], env=kill, timeout=150),
+        "torchrun stall": lambda: run_job([*TORCHRUN_2, TORCHRUN, "--timeout", TIMEOUT,
+                                           "--snapshot", tmp / "stall-snapshot.pt"], env=stall),
         "torchrun agent killed": lambda: run_job([*TORCHRUN_2, TORCHRUN, *LONG], env=env, settle=20,
                                                  signal_after=("Epoch: 001/", signal.SIGKILL)),
         "spawn SIGINT": lambda: run_job([SPAWN, *LONG], env=env, signal_after=("Epoch: 001/", signal.SIGINT)),
         "spawn SIGTERM": lambda: run_job([SPAWN, *LONG], env=env, signal_after=("Epoch: 001/", signal.SIGTERM)),
         "peer never joins": lambda: run_job([TORCHRUN, "--timeout", TIMEOUT], env=lonely),
-        "spawn raise": lambda: run_job([SPAWN, "--fault", "raise"], env=env),
-        "spawn kill": lambda: run_job([SPAWN, "--fault", "kill"], env=env),
+        "spawn raise": lambda: run_job([SPAWN], env=with_fault("raise")),
+        "spawn kill": lambda: run_job([SPAWN], env=kill),
         "truncated snapshot": lambda: run_job([TORCHRUN, "--snapshot", tmp / "truncated.pt"], env=env),
     }
     with ThreadPoolExecutor(max_workers=3) as pool:
@@ -103,8 +104,8 @@ def failed(job, bound, status=None):
 
 
 def fault_to_exit(job, fault, rank, bound):
-    """Assert that the job ended within `bound` seconds after rank `rank` triggered --fault `fault`."""
-    seconds = job.seconds_after(f"[rank {rank}] --fault {fault}:")
+    """Assert that the job ended within `bound` seconds after rank `rank` met the injected `fault`."""
+    seconds = job.seconds_after(f"[rank {rank}] fault {fault}:")
     assert seconds is not None, f"no note of the fault on stderr\n{job.describe()}"
     print(f"  from the fault to the exit: {seconds:.1f} s (bound {bound} s)")
     assert seconds < bound, f"{seconds:.1f} s from the fault to the exit, more than {bound} s\n{job.describe()}"
@@ -162,22 +163,18 @@ def command_line(process):
 
 
 BAD_INPUTS = [
-    (["--world-size", "0"], "--world-size 0: the toy data is made for 1 to 8 processes."),
-    (["--world-size", "9"], "--world-size 9: the toy data is made for 1 to 8 processes."),
-    (["--world-size", "two"], "argument --world-size: invalid int value: 'two'"),
-    (["--epochs", "0"], "--epochs must be at least 1, and --timeout a number of seconds above 0."),
-    (["--timeout", "0"], "--epochs must be at least 1, and --timeout a number of seconds above 0."),
-    (["--timeout", "nan"], "--epochs must be at least 1, and --timeout a number of seconds above 0."),
-    (["--fault", "kill", "--fault-rank", "2"], "--fault strikes in epoch 2 (use --epochs 2 or more) on one of "
-                                               "the ranks 0 to 1 (--fault-rank)."),
-    (["--fault", "kill", "--epochs", "1"], "--fault strikes in epoch 2 (use --epochs 2 or more)"),
-    (["--backend", "nccl"], "--backend nccl needs CUDA GPUs and a PyTorch build with NCCL; use --backend gloo."),
+    (SPAWN, ["--world-size", "0"], "--world-size 0: the toy data is made for 1 to 8 processes."),
+    (SPAWN, ["--world-size", "9"], "--world-size 9: the toy data is made for 1 to 8 processes."),
+    (SPAWN, ["--world-size", "two"], "argument --world-size: invalid int value: 'two'"),
+    (TORCHRUN, ["--epochs", "0"], "--epochs must be at least 1, and --timeout a number of seconds above 0."),
+    (TORCHRUN, ["--timeout", "0"], "--epochs must be at least 1, and --timeout a number of seconds above 0."),
+    (TORCHRUN, ["--timeout", "nan"], "--epochs must be at least 1, and --timeout a number of seconds above 0."),
 ]
 
 
-@pytest.mark.parametrize("args, message", BAD_INPUTS, ids=[" ".join(a) for a, _ in BAD_INPUTS])
-def test_bad_input_gives_one_clear_sentence(run_in_process, args, message):
-    status, stderr, seconds = run_in_process(SPAWN, args)
+@pytest.mark.parametrize("script, args, message", BAD_INPUTS, ids=[" ".join(a) for _, a, _ in BAD_INPUTS])
+def test_bad_input_gives_one_clear_sentence(run_in_process, script, args, message):
+    status, stderr, seconds = run_in_process(script, args)
     assert status == 2, stderr
     assert message in stderr
     assert "Traceback" not in stderr
@@ -196,7 +193,7 @@ def unwritable_folder(tmp):
     return Path("/sys")
 
 
-@pytest.mark.parametrize("script, option", [(SPAWN, "--save"), (TORCHRUN, "--save"), (TORCHRUN, "--snapshot")])
+@pytest.mark.parametrize("script, option", [(TORCHRUN, "--save"), (TORCHRUN, "--snapshot")])
 @pytest.mark.parametrize("case", ["parent is a file", "path is a folder", "dot", "folder not writable"])
 def test_bad_path_stops_before_any_work(run_in_process, tmp_path, script, option, case):
     a_file, a_folder = tmp_path / "a-file", tmp_path / "a-folder"
@@ -219,7 +216,7 @@ def test_bad_path_stops_before_any_work(run_in_process, tmp_path, script, option
 def test_more_gpus_than_present_gives_one_clear_sentence(monkeypatch, capsys):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
-    monkeypatch.setattr(sys, "argv", ["DDP-script.py", "--world-size", "4", "--backend", "gloo"])
+    monkeypatch.setattr(sys, "argv", ["DDP-script.py", "--world-size", "4"])
     with pytest.raises(SystemExit) as exit:
         load_script("DDP-script.py").parse_args()
     assert exit.value.code == 2
@@ -319,22 +316,17 @@ def test_truncated_snapshot_is_refused_and_training_does_not_start(jobs, tmp):
 # --- a rank that raises, is killed, stalls or never joins; signals -------------------------
 
 @pytest.mark.parametrize("fault, message", [
-    ("raise", "RuntimeError: --fault raise: rank 1 raised this error on purpose"),
-    ("kill", "killed by SIGKILL"),
+    ("raise", "RuntimeError: rank 1 raised this error on purpose"),
+    ("kill", "process 1 terminated with signal SIGKILL"),
 ])
 def test_rank_that_raises_or_is_killed_ends_the_job(jobs, fault, message):
     job = failed(jobs[f"spawn {fault}"].result(), bound=60, status=1)
     fault_to_exit(job, fault, 1, bound=15)
-    assert f"error: rank 1 failed: {message}; the other ranks were stopped." in job.stderr
+    assert f"error: rank 1 failed: {message}" in job.stderr
     assert "Traceback" not in job.stderr  # an expected error: the sentence is enough
     assert job.leftovers == [], "torch's error files are removed"
-
-
-def test_rank_that_stalls_ends_the_job_after_the_timeout(jobs):
-    job = failed(jobs["spawn stall"].result(), bound=TIMEOUT + 60, status=1)
-    fault_to_exit(job, "stall", 1, bound=TIMEOUT + 15)
-    assert f"error: rank 0 failed: RuntimeError: Timed out waiting {TIMEOUT * 1000}ms" in job.stderr
-    assert_recorded(job, "DDP-script-fault-stall.txt")
+    if fault == "kill":  # the failing run the page shows
+        assert_recorded(job, "DDP-script-fault-kill.txt")
 
 
 def test_torchrun_rank_that_stalls_ends_the_job_after_the_timeout(jobs):
@@ -377,10 +369,10 @@ def test_torchrun_workers_stop_when_their_agent_is_killed(jobs):
 
 def test_torchrun_restarts_a_killed_worker_and_ends_with_the_same_weights(jobs, tmp):
     job = jobs["torchrun recovers"].result()
-    print(f"\ntorchrun --max-restarts=3 ... --fault kill: {job.seconds:.1f} s (bound 150 s)")
+    print(f"\ntorchrun --max-restarts=3 ... (FAULT=kill): {job.seconds:.1f} s (bound 150 s)")
     assert job.returncode == 0, job.describe()
     assert not job.survivors, job.survivors
-    assert "[rank 1] --fault kill:" in job.stderr, "the fault never happened"
+    assert "[rank 1] fault kill:" in job.stderr, "the fault never happened"
     assert f"resuming from {tmp / 'recovery-snapshot.pt'} after epoch 1" in job.stderr, job.describe()
     assert job.stdout.rstrip().endswith(FULL_ACCURACY)
     recovered = torch.load(tmp / "recovered.pt", weights_only=True)

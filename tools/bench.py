@@ -149,8 +149,14 @@ def measure_matmul(repeats):
 
 def ddp_training_data():
     """The DDP scripts' training set (the enlarged toy data), from DDP-script.py itself."""
+    import torch.distributed as dist
+
     script = runpy.run_path(str(ROOT / "scripts" / "DDP-script.py"))  # its launcher runs only under __main__
-    return script["prepare_dataset"](0, 1)[0].dataset
+    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)  # for its samplers
+    try:
+        return script["prepare_dataset"]()[0].dataset
+    finally:
+        dist.destroy_process_group()
 
 
 def plain_training(epochs):

@@ -32,8 +32,7 @@ GPU_RUNS = SCRIPT_OUTPUTS / "gpu"  # the DDP scripts on GPUs (the pages' GPU out
 
 def train(backend, world_size, save, env):
     """Run DDP-script.py; return its stdout, or exit with its stderr if it failed."""
-    command = [sys.executable, "scripts/DDP-script.py", "--backend", backend, "--world-size", str(world_size),
-               "--save", str(save)]
+    command = [sys.executable, "scripts/DDP-script.py", "--world-size", str(world_size), "--save", str(save)]
     result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     if result.returncode != 0:
         sys.exit(f"gpu-check: the {backend} run failed (exit status {result.returncode}):\n{result.stderr}")
@@ -50,7 +49,7 @@ def check_ddp_with_nccl():
     with tempfile.TemporaryDirectory() as tmp:
         nccl = train("nccl", world_size, Path(tmp) / "nccl.pt", gpu_env)
         train("gloo", world_size, Path(tmp) / "gloo.pt", environment())  # on the CPU
-        if "with the nccl backend" not in nccl or not nccl.rstrip().endswith(FULL_ACCURACY):
+        if "with nccl" not in nccl or not nccl.rstrip().endswith(FULL_ACCURACY):
             sys.exit(f"gpu-check: the NCCL run did not train to full accuracy:\n{nccl}")
         nccl_weights = torch.load(Path(tmp) / "nccl.pt", map_location="cpu", weights_only=True)
         gloo_weights = torch.load(Path(tmp) / "gloo.pt", map_location="cpu", weights_only=True)
@@ -60,7 +59,7 @@ def check_ddp_with_nccl():
     (GPU_RUNS / "DDP-script-nccl.txt").write_text(nccl)
     print(f"gpu-check: NCCL on {world_size} GPU(s) trained and matches Gloo within 1e-5; "
           f"recorded {(GPU_RUNS / 'DDP-script-nccl.txt').relative_to(ROOT)}")
-    return {"DDP-script-nccl.txt": f"python scripts/DDP-script.py --backend nccl --world-size {world_size}"}
+    return {"DDP-script-nccl.txt": f"python scripts/DDP-script.py --world-size {world_size}"}
 
 
 def record_page_outputs():

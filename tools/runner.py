@@ -89,30 +89,34 @@ def run_page(page: str) -> dict:
 # The DDP scripts' runs
 
 SCRIPT_TIME_LIMIT = 300  # seconds for one run; past it its process group is killed
-# The last line of a DDP run that trained on the scripts' data (20 training and 8 test samples).
-FULL_ACCURACY = "Training accuracy 1.0000 (20/20) | Test accuracy 1.0000 (8/8)"
+# What every rank of a DDP run that trained prints last, after its rank: its shards' accuracy.
+FULL_ACCURACY = "Training accuracy 1.0000 | Test accuracy 1.0000"
 
 
 @dataclass(frozen=True)
 class ScriptRun:
     """A recorded run: the command a reader types, the arguments after `python`, what is kept.
     A run that trains is recorded from stdout, where the scripts print the same bytes on every run
-    (notes that change, such as where a snapshot is, go to stderr); a failing one from stderr."""
+    (notes that change, such as where a snapshot is, go to stderr); a failing one from stderr.
+    `env`: variables the command sets (a fault injected from scripts/fault-injection)."""
 
     command: str
     args: tuple
     stream: str = "stdout"
     status: int = 0  # the exit status the run must have
+    env: tuple = ()  # (name, value) pairs
 
 
+FAULT_INJECTION = ROOT / "scripts" / "fault-injection"
 SCRIPT_RUNS = {
     "DDP-script.txt": ScriptRun("python scripts/DDP-script.py", ("scripts/DDP-script.py",)),
     "DDP-script-torchrun.txt": ScriptRun(
         "torchrun --standalone --nproc_per_node=2 scripts/DDP-script-torchrun.py",
         ("-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "scripts/DDP-script-torchrun.py")),
-    "DDP-script-fault-stall.txt": ScriptRun(
-        "python scripts/DDP-script.py --fault stall --timeout 5",
-        ("scripts/DDP-script.py", "--fault", "stall", "--timeout", "5"), stream="stderr", status=1),
+    "DDP-script-fault-kill.txt": ScriptRun(
+        "PYTHONPATH=scripts/fault-injection FAULT=kill python scripts/DDP-script.py",
+        ("scripts/DDP-script.py",), stream="stderr", status=1,
+        env=(("PYTHONPATH", str(FAULT_INJECTION)), ("FAULT", "kill"))),
 }
 
 
@@ -130,7 +134,8 @@ def run_script(name: str) -> str:
     """What SCRIPT_RUNS[name] prints on its recorded stream; RecordingError if it ends otherwise."""
     run = SCRIPT_RUNS[name]
     with tempfile.TemporaryDirectory(prefix="ddp-run-") as tmp:  # torchrun's files go, however it ends
-        with session([sys.executable, *run.args], cwd=ROOT, env=ddp_environment(TMPDIR=tmp), text=True,
+        env = ddp_environment(TMPDIR=tmp, **dict(run.env))
+        with session([sys.executable, *run.args], cwd=ROOT, env=env, text=True,
                      stdout=subprocess.PIPE, stderr=subprocess.PIPE) as child:
             try:
                 stdout, stderr = child.communicate(timeout=SCRIPT_TIME_LIMIT)

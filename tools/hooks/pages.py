@@ -17,10 +17,15 @@ import re
 import sys
 import textwrap
 from functools import partial
+from html import escape
 from pathlib import Path
 from urllib.parse import urljoin, urlsplit
 
 import latex2mathml.converter
+import pygments
+import pygments.formatters
+import pygments.lexers
+from markdown import markdown as render_markdown
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.structure.files import File, Files
 from mkdocs.structure.nav import Navigation
@@ -32,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # mkdocs loads thi
 for name in [name for name in sys.modules if name == "tools" or name.startswith("tools.")]:
     del sys.modules[name]
 
-from tools import book, checker, editions, pages, plots  # noqa: E402
+from tools import book, checker, editions, pages, plots, script_diff  # noqa: E402
 from tools.sections import OUTPUTS, ROOT, section_code  # noqa: E402
 from tools.store import GPU_OUTPUTS, MANIFEST, output_path, tomllib, varying_patterns  # noqa: E402
 
@@ -106,7 +111,7 @@ def on_files(files: Files, /, *, config: MkDocsConfig) -> Files:
         for path in sorted((editions.ENGLISH.docs / "assets").glob("*.*")):
             if not files.get_file_from_path(f"assets/{path.name}"):
                 add(f"assets/{path.name}", abs_src_path=str(path))
-    for pattern in ("scripts/*.py", "scripts/*.sbatch"):
+    for pattern in ("scripts/*.py", "scripts/*/*.py", "scripts/*.sbatch"):
         for path in sorted(ROOT.glob(pattern)):
             add(f"downloads/{path.relative_to(ROOT).as_posix()}", abs_src_path=str(path))
     scripts = {pages.download_name(page): partial(pages.download_text, page) for page in pages.chapter_pages()}
@@ -286,6 +291,62 @@ def _repository_line(config, edition) -> str:
     return edition.words["repository_line"].format(url=site, name=urlsplit(site).path.strip("/"))
 
 
+# ---------------------------------------------------------------------------------------------
+# The DDP scripts as diffs of their bases (tools/script_diff.py), each changed part with its reason, and the
+# book's listing collapsed. Written as HTML once the page is rendered: a highlighted block without a line
+# anchor per line, so that the pages stay light on a phone.
+
+SCRIPT_WORDS = {"en": {"ours": "Ours", "book_label": "Book", "book": "the book's", "why": "Why",
+                       "diff": "{script}: {part}, as a diff of {base}", "same": "Unchanged from {base}: {parts}.",
+                       "listing": "the whole listing"},
+                "zh": {"ours": "本站", "book_label": "书中", "book": "书中", "why": "原因",
+                       "diff": "{script}：{part}，与{base}的差异", "same": "与{base}相同：{parts}。",
+                       "listing": "完整代码"}}
+BOOK_LISTING = "<!-- book's {script} -->"  # where a page shows the book's script, collapsed
+
+
+def _code_html(code: str, language: str, title: str) -> str:
+    """A code block as Material renders one with a title, without line spans and anchors."""
+    tokens = pygments.highlight(code, pygments.lexers.get_lexer_by_name(language),
+                                pygments.formatters.HtmlFormatter(nowrap=True))
+    return (f'<div class="language-{language} highlight"><span class="filename">{escape(title)}</span>'
+            f"<pre><span></span><code>{tokens}</code></pre></div>")
+
+
+def _scripts_as_html(content: str, edition) -> str:
+    words = SCRIPT_WORDS[edition.language]
+    for script in script_diff.BASES:
+        if (mark := script_diff.MARK.format(script=script)) in content:
+            content = content.replace(mark, _script_diff(script, edition))
+        if (mark := BOOK_LISTING.format(script=script)) in content:
+            title = f"{words['book_label']} · {script}"
+            listing = _code_html((script_diff.BOOK / script).read_text(), "python", title)
+            content = content.replace(mark, f'<details class="quote" data-search-exclude><summary>{title} '
+                                            f"({words['listing']})</summary>{listing}</details>")
+    return content
+
+
+def _script_diff(script: str, edition) -> str:
+    words, language = SCRIPT_WORDS[edition.language], edition.language
+    base = words["book"] if script_diff.BASES[script].parent == script_diff.BOOK else script_diff.BASES[script].name
+    reasons, blocks = script_diff.reasons().get(script, {}), []
+    compared = script_diff.compare(script)
+    if same := [f"<code>{part.name}</code>" for part in compared if not part.diff]:
+        blocks.append(f"<p>{words['same'].format(base=base, parts=', '.join(same))}</p>")
+    for part in compared:
+        if not part.diff:
+            continue
+        if part.name not in reasons:
+            log.warning(f"{script_diff.DECLARED.name}: the part {part.name} of scripts/{script} differs "
+                        f"without a reason; declare one as [{script[:-3]}.{part.name}]")
+        title = f'{words["ours"]} · ' + words["diff"].format(script=script, part=part.name, base=base)
+        reason = render_markdown(book.ISSUE.sub(lambda m: f"[{m[0]}]({book.ISSUES}{m[1]})",
+                                                reasons.get(part.name, {}).get(language, "")))
+        blocks.append(_code_html("\n".join(part.diff), "diff", title)
+                      + f'<div class="admonition note"><p class="admonition-title">{words["why"]}</p>{reason}</div>')
+    return "\n".join(blocks)
+
+
 def on_page_markdown(markdown: str, /, *, page: Page, config: MkDocsConfig, files: Files) -> str:
     src, edition = page.file.src_uri, editions.of(config)
     if REPOSITORY_MARK in markdown:
@@ -320,6 +381,7 @@ EARLIER_CODE = re.compile(r'<details(?= class="example">\s*<summary>(?:%s)</summ
 
 
 def on_page_content(html: str, /, *, page: Page, config: MkDocsConfig, files: Files) -> str:
+    html = _scripts_as_html(html, editions.of(config))
     html = WHOLE_SCRIPT.sub(r"\g<0> data-search-exclude", html)
     return EARLIER_CODE.sub("<details data-search-exclude", html)
 
