@@ -84,6 +84,12 @@ def record(scripts: bool = True) -> Recording:
                                      "must print the same on both.")
     for key, text in recording.outputs.items():
         recording.outputs[key] = kept(stored_output(key), text, patterns_of(key, varying))
+    for key in recording.plots:
+        if missing := [edition.name for edition in EDITIONS.values() if f"plot:{key}" not in edition.words]:
+            module, section = key.split(":")
+            raise RecordingError(f"snippets/{module}.py, section '{section}' draws a plot, but tools/editions.py "
+                                 f"has no words 'plot:{key}' (what the plot shows: its alt text) in "
+                                 f"{' and '.join(missing)}; add them.")
     for edition in EDITIONS.values():  # one notebook per language: the same cells, the text of its edition
         for name in pages.NOTEBOOKS:
             recording.notebooks[edition.notebooks / f"{name}.ipynb"] = notebook_text(
@@ -166,14 +172,6 @@ def main() -> int:
             return 1
         print("recorded the GPU outputs:" + "".join(f"\n  {path.relative_to(ROOT)}" for path in changed))
         return 0
-    from matplotlib import font_manager  # the Chinese plots' labels are laid out with a CJK font
-
-    try:
-        font_manager.findfont("WenQuanYi Micro Hei", fallback_to_default=False)
-    except ValueError:
-        print("note: no WenQuanYi Micro Hei font here, so the Chinese plots' labels are measured with a "
-              "Latin font and may not fit their boxes; install it first (Debian: apt-get install "
-              "fonts-wqy-microhei).", file=sys.stderr)
     try:
         recording = record()
     except RecordingError as error:
