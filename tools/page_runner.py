@@ -81,9 +81,9 @@ for number, part in enumerate(text.split("\n# %%\n")):
     if figures and plots.get("save"):
         figure = pyplot.figure(figures[0])
         # Text as text, not glyph outlines; ids that are the same on every
-        # run and differ from the other plots' on the page.
-        with pyplot.rc_context({"svg.fonttype": "none",
-                                "svg.hashsalt": f"cell-{number}"}):
+        # run and differ from the other plots' (a notebook shows three).
+        salt = f"{os.path.basename(script)}:{number}"
+        with pyplot.rc_context({"svg.fonttype": "none", "svg.hashsalt": salt}):
             figure.savefig(f"{result}.{number - 1}.svg", format="svg",
                            transparent=True, metadata={"Date": None})
         outputs[-1] = {"text": outputs[-1], "plot": shown_by(figure)}

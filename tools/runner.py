@@ -85,9 +85,9 @@ def in_both_palettes(svg: str) -> str:
     """Matplotlib's SVG (transparent) drawn in the colour of the text around it, which follows the light and
     dark palettes where it is inline (on the pages, in the notebooks): black becomes currentColor (black text
     has no fill: it inherits the root's), the legend's white box the page's background. Inline, it shares the
-    page's ids and styles: the ids of its parts (figure_1, axes_1, which every plot has) go, and its style rule
-    for every element (*) is kept to plots."""
-    svg = re.sub(r' id="[A-Za-z0-9]+_\d+"', "", svg)
+    page's ids and styles: the ids of its parts (figure_1, matplotlib.axis_1: every plot has them) go, and
+    its style rule for every element (*) is kept to plots."""
+    svg = re.sub(r' id="[\w.]+_\d+"', "", svg)
     svg = svg.replace("#000000", "currentColor").replace("fill: #ffffff", "fill: var(--md-default-bg-color, #fff)")
     svg = svg.replace("<svg ", '<svg fill="currentColor" ', 1)
     return svg.replace("*{", "figure.plot svg *{", 1)
