@@ -4,7 +4,7 @@ Every page in the nav of both editions, served from 127.0.0.1, loads with no req
 request, no console error and no uncaught exception; each code block's copy button copies exactly the code; math
 (MathML) and diagrams (inline SVG, following the palette) are laid out and named, no raw LaTeX shows, and a notebook
 page shows its stored outputs. At a phone's 390 px nothing scrolls sideways, code keeps three quarters of the column,
-each diagram and plot shows whole inside the column (text: see MIN_TEXT_PX), outputs wrap and identifiers in
+each diagram (its narrow variant) and plot shows whole inside the column, text 9 px or more, outputs wrap and identifiers in
 tables break only after a dot, an underscore or a slash. Search, the language switch, the palette toggle's words and
 the published 404 page (under a sub-path) are used as a reader uses them; what Material's own JavaScript does
 (switching the palette, copying) is Material's to test.
@@ -316,16 +316,13 @@ DIAGRAM_COLOURS = """scheme => {
 }"""
 
 MIN_TEXT_PX = 9  # diagram and plot text smaller than this is hard to read on a phone
-# A diagram drawn 800 units wide with no narrow variant yet shrinks whole to the column: its 12-unit text is
-# 5.4 px at 390 px. Held to this until it gets one (tensor-ranks and training-loop have theirs: 9 px).
-MIN_SHRUNK_TEXT_PX = 5
 MIN_CODE_SHARE = 0.75  # of the text column, for every code block
 # Where code in a table may wrap: after a dot, an underscore, a slash or a hyphen inside an identifier
 # (the browser breaks after a hyphen too), and at a space between two tokens, never inside a word.
 BREAKS_AFTER = "._/- "
 
 INSPECT_PHONE = r"""
-([minText, minShrunkText, minShare, breaksAfter]) => {
+([minText, minShare, breaksAfter]) => {
   const problems = [];
   const content = document.querySelector(".md-content article") || document.querySelector(".md-content");
   const column = content.clientWidth;
@@ -367,11 +364,10 @@ INSPECT_PHONE = r"""
         || drawn.y + drawn.height > view.y + view.height + 1)
       problems.push(`${name} draws outside its viewBox (${view.width} × ${view.height}): content from ` +
         `(${drawn.x.toFixed(0)}, ${drawn.y.toFixed(0)}), ${drawn.width.toFixed(0)} × ${drawn.height.toFixed(0)}`);
-    const least = figure.classList.contains("plot") || svg.classList.contains("narrow") ? minText : minShrunkText;
     const scale = svg.getScreenCTM()?.a || 0;
     const small = [...svg.querySelectorAll("text")].map(t => [t, parseFloat(getComputedStyle(t).fontSize) * scale])
-      .filter(([, px]) => px < least);
-    if (small.length) problems.push(`${name}: ${small.length} labels under ${least} px, e.g. ` +
+      .filter(([, px]) => px < minText);
+    if (small.length) problems.push(`${name}: ${small.length} labels under ${minText} px, e.g. ` +
       `${snippet(small[0][0].textContent)} at ${small[0][1].toFixed(1)} px`);
   });
   // Identifiers in tables wrap only after a dot, an underscore, a slash or a hyphen.
@@ -436,8 +432,7 @@ def test_page_works_in_a_browser(tab, events, screenshots, source, url):
     # (which was a third of this file's time); what it did at the desktop's width is reported already.
     events.reset()
     tab.set_viewport_size(PHONE)
-    limits = [MIN_TEXT_PX, MIN_SHRUNK_TEXT_PX, MIN_CODE_SHARE, BREAKS_AFTER]
-    on_a_phone = tab.evaluate(INSPECT_PHONE, limits) + events.settled(tab)
+    on_a_phone = tab.evaluate(INSPECT_PHONE, [MIN_TEXT_PX, MIN_CODE_SHARE, BREAKS_AFTER]) + events.settled(tab)
     problems += [f"at {PHONE['width']} px: {problem}" for problem in on_a_phone]
     tab.set_viewport_size(DESKTOP)
     screenshots(tab, failed=bool(problems))
