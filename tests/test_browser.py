@@ -4,10 +4,10 @@ Every page in the nav of both editions, served from 127.0.0.1, loads with no req
 request, no console error and no uncaught exception; each code block's copy button copies exactly the code; math
 (MathML) and diagrams (inline SVG, following the palette) are laid out and named, no raw LaTeX shows, and a notebook
 page shows its stored outputs. At a phone's 390 px nothing scrolls sideways, code keeps three quarters of the column,
-each diagram (its narrow variant) and plot shows whole inside the column, text 9 px or more, outputs wrap and identifiers in
-tables break only after a dot, an underscore or a slash. Search, the language switch, the palette toggle's words and
-the published 404 page (under a sub-path) are used as a reader uses them; what Material's own JavaScript does
-(switching the palette, copying) is Material's to test.
+each diagram (its narrow variant) and plot shows whole inside the column with text of 9 px or more, outputs wrap
+and identifiers in tables break only after a dot, an underscore or a slash. Search, the language switch, the palette
+toggle's words and the published 404 page (under a sub-path) are used as a reader uses them; what Material's own
+JavaScript does (switching the palette, copying) is Material's to test.
 `--screenshot on` (or `only-on-failure`) saves each page at 1280 and 390 px and each diagram light and dark under
 `--output` (off by default: they took more than half of this file's time).
 """
