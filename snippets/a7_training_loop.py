@@ -119,7 +119,7 @@ ax.imshow(regions, origin="lower", extent=(-2.05, 4.05, -3.05, 4.05),
 for label in (0, 1):
     points = X_train[y_train == label]
     ax.scatter(points[:, 0], points[:, 1], s=60, color=colours(label),
-               label=f"class {label}")
+               edgecolors="black", label=f"class {label}")
 ax.set(xlabel="feature 1", ylabel="feature 2")
 ax.legend()
 fig.savefig("decision-regions.png")  # a file to keep

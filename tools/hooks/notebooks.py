@@ -94,7 +94,7 @@ NOTEBOOK_MATH = re.compile(r"\$\$(.+?)\$\$", re.S)
 
 # A plot in a notebook, which mkdocs-jupyter shows as an <img> of the SVG: inline instead, it follows the
 # palette as on the chapter pages, and is named by what it shows.
-NOTEBOOK_PLOT = re.compile(r'<img src="data:image/svg\+xml;base64,([A-Za-z0-9+/=]+)"[^>]*>')
+NOTEBOOK_PLOT = re.compile(r'<img [^>]*?src="data:image/svg\+xml;base64,([A-Za-z0-9+/=]+)"[^>]*>')
 
 
 def _inline_plot(words: dict, match: re.Match) -> str:
