@@ -316,6 +316,63 @@ DIAGRAM_COLOURS = """scheme => {
 }"""
 
 MIN_TEXT_PX = 9  # diagram and plot text smaller than this is hard to read on a phone
+MIN_CONTRAST = 4.5  # WCAG AA for text, which axe cannot check on SVG text over shapes
+
+# Each text of the shown diagrams and plots against what lies under it, as the browser paints it: the page's
+# background with every shape drawn before the text at that point laid over it (fill, fill-opacity, opacity),
+# at three points along the text; the text's own colour composited the same way.
+TEXT_CONTRAST = r"""
+minimum => {
+  const rgba = c => { const n = c.match(/[\d.]+/g).map(Number); return n.length === 3 ? [...n, 1] : n; };
+  const over = (top, under) => [0, 1, 2].map(i => top[i] * top[3] + under[i] * (1 - top[3])).concat(1);
+  const linear = v => (v /= 255) <= 0.04045 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4;
+  const luminance = c => 0.2126 * linear(c[0]) + 0.7152 * linear(c[1]) + 0.0722 * linear(c[2]);
+  const ratio = (a, b) => {
+    const [x, y] = [luminance(a), luminance(b)].sort((p, q) => q - p);
+    return (x + 0.05) / (y + 0.05);
+  };
+  const opacity = el => {
+    let a = 1;
+    for (; el.localName !== "figure"; el = el.parentElement) a *= getComputedStyle(el).opacity;
+    return a;
+  };
+  const paint = el => {
+    const style = getComputedStyle(el);
+    if (style.fill === "none") return null;
+    const colour = rgba(style.fill);
+    colour[3] *= style.fillOpacity * opacity(el);
+    return colour;
+  };
+  const page = rgba(getComputedStyle(document.body).backgroundColor), problems = [];
+  document.querySelectorAll(".md-content :is(figure.diagram, figure.plot)").forEach((figure, i) => {
+    const svg = [...figure.querySelectorAll(":scope > svg")].find(s => s.checkVisibility());
+    svg?.querySelectorAll("text").forEach(text => {
+      const box = text.getBoundingClientRect();
+      if (!box.width || !text.textContent.trim()) return;
+      const worst = Math.min(...[0.15, 0.5, 0.85].map(f => {
+        const ground = document.elementsFromPoint(box.left + box.width * f, box.top + box.height / 2)
+          .filter(el => svg.contains(el) && el.matches("rect, circle, ellipse, path, polygon, image")
+                  && !el.closest("text, defs") && el.compareDocumentPosition(text) & Node.DOCUMENT_POSITION_FOLLOWING)
+          .reverse().reduce((under, shape) => { const p = paint(shape); return p ? over(p, under) : under; }, page);
+        return ratio(over(paint(text), ground), ground);
+      }));
+      if (worst < minimum) problems.push(`${figure.classList.contains("plot") ? "plot" : "diagram"} ${i + 1}: ` +
+        `${JSON.stringify(text.textContent.trim().slice(0, 40))} is ${worst.toFixed(2)}:1 against what lies under it`);
+    });
+  });
+  return problems;
+}
+"""
+
+
+def low_contrast(tab) -> list[str]:
+    """The shown diagrams' and plots' text under MIN_CONTRAST, in each palette (light last, as the page opened)."""
+    problems = []
+    for scheme in ("slate", "default"):
+        tab.evaluate(DIAGRAM_COLOURS, scheme)
+        problems += [f"{scheme} palette: {problem}" for problem in tab.evaluate(TEXT_CONTRAST, MIN_CONTRAST)]
+    return problems
+
 MIN_CODE_SHARE = 0.75  # of the text column, for every code block
 # Where code in a table may wrap: after a dot, an underscore, a slash or a hyphen inside an identifier
 # (the browser breaks after a hyphen too), and at a space between two tokens, never inside a word.
@@ -427,12 +484,15 @@ def test_page_works_in_a_browser(tab, events, screenshots, source, url):
         dark, light = (tab.evaluate(DIAGRAM_COLOURS, scheme) for scheme in ("slate", "default"))  # light again
         problems += [f"diagram {i + 1} has the same colour ({colour}) in the light and the dark palette"
                      for i, (colour, other) in enumerate(zip(light, dark)) if colour == other]
+        problems += low_contrast(tab)
     problems += events.settled(tab)
     # At a phone's width: laid out anew by the same CSS and scripts, without loading the page a second time
     # (which was a third of this file's time); what it did at the desktop's width is reported already.
     events.reset()
     tab.set_viewport_size(PHONE)
     on_a_phone = tab.evaluate(INSPECT_PHONE, [MIN_TEXT_PX, MIN_CODE_SHARE, BREAKS_AFTER]) + events.settled(tab)
+    if found["figures"]:  # the narrow variants now
+        on_a_phone += low_contrast(tab)
     problems += [f"at {PHONE['width']} px: {problem}" for problem in on_a_phone]
     tab.set_viewport_size(DESKTOP)
     screenshots(tab, failed=bool(problems))
