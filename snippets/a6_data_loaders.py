@@ -4,8 +4,25 @@ batching."""
 import torch
 
 from snippets.appendix_a import (  # shown on the page
-    X_test, ToyDataset, train_ds, y_test,
+    X_test, X_train, ToyDataset, train_ds, y_test, y_train,
 )
+
+# --8<-- [start:plot_toy_data]
+import matplotlib.pyplot as plt
+
+fig, ax = plt.subplots(figsize=(5, 3.4), layout="constrained")
+for label, colour in [(0, "tab:blue"), (1, "tab:orange")]:
+    train, test = X_train[y_train == label], X_test[y_test == label]
+    ax.scatter(train[:, 0], train[:, 1], s=60, color=colour,
+               label=f"class {label}, training")
+    ax.scatter(test[:, 0], test[:, 1], s=60, facecolors="none",
+               edgecolors=colour, linewidths=2, label=f"class {label}, test")
+ax.set(xlabel="feature 1", ylabel="feature 2")
+ax.legend()
+fig.savefig("toy-data.png")  # a file to keep
+plt.show()                   # and a window, where there is a screen
+# --8<-- [end:plot_toy_data]
+
 
 # --8<-- [start:dataset_length]
 print(len(train_ds))

@@ -41,6 +41,32 @@ for epoch in range(num_epochs):
 # --8<-- [end:train]
 
 
+# --8<-- [start:plot_loss]
+import matplotlib.pyplot as plt
+
+# The loop above prints each loss; to plot them, keep them in a list. The
+# same seed and the same data order retrace that run step for step, so
+# `model` ends up with the same weights.
+torch.manual_seed(123)
+model = NeuralNetwork(num_inputs=2, num_outputs=2)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
+losses = []
+for epoch in range(num_epochs):
+    for features, labels in train_loader:
+        loss = F.cross_entropy(model(features), labels)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+
+fig, ax = plt.subplots(figsize=(5, 3), layout="constrained")
+ax.plot(range(1, len(losses) + 1), losses, marker="o")
+ax.set(xlabel="training step (batch)", ylabel="training loss", ylim=(0, None))
+fig.savefig("training-loss.png")  # a file to keep
+plt.show()                        # and a window, where there is a screen
+# --8<-- [end:plot_loss]
+
+
 # --8<-- [start:outputs]
 model.eval()
 
@@ -86,3 +112,28 @@ print(compute_accuracy(model, train_loader))
 # --8<-- [start:test_accuracy]
 print(compute_accuracy(model, test_loader))
 # --8<-- [end:test_accuracy]
+
+
+# --8<-- [start:plot_decision_regions]
+from matplotlib.colors import ListedColormap
+
+# The class the model predicts at each point of a grid over the data
+x1, x2 = torch.meshgrid(torch.linspace(-2, 4, 61), torch.linspace(-3, 4, 71),
+                        indexing="xy")
+grid = torch.stack([x1.flatten(), x2.flatten()], dim=1)
+with torch.no_grad():
+    regions = model(grid).argmax(dim=1).reshape(x1.shape)
+
+colours = ListedColormap(["tab:blue", "tab:orange"])
+fig, ax = plt.subplots(figsize=(5, 3.4), layout="constrained")
+ax.imshow(regions, origin="lower", extent=(-2.05, 4.05, -3.05, 4.05),
+          aspect="auto", cmap=colours, alpha=0.3, interpolation="nearest")
+for label in (0, 1):
+    points = X_train[y_train == label]
+    ax.scatter(points[:, 0], points[:, 1], s=60, color=colours(label),
+               edgecolors="black", label=f"class {label}")
+ax.set(xlabel="feature 1", ylabel="feature 2")
+ax.legend()
+fig.savefig("decision-regions.png")  # a file to keep
+plt.show()                           # and a window, where there is a screen
+# --8<-- [end:plot_decision_regions]

@@ -4,9 +4,10 @@ Every page in the nav of both editions, served from 127.0.0.1, loads with no req
 request, no console error and no uncaught exception; each code block's copy button copies exactly the code; math
 (MathML) and diagrams (inline SVG, following the palette) are laid out and named, no raw LaTeX shows, and a notebook
 page shows its stored outputs. At a phone's 390 px nothing scrolls sideways, code keeps three quarters of the column,
-diagram text stays 8 px or more, outputs wrap and identifiers in tables break only after a dot, an underscore or a
-slash. Search, the language switch, the palette toggle's words and the published 404 page (under a sub-path) are used
-as a reader uses them; what Material's own JavaScript does (switching the palette, copying) is Material's to test.
+each diagram (its narrow variant) and plot shows whole inside the column with text of 9 px or more, outputs wrap
+and identifiers in tables break only after a dot, an underscore or a slash. Search, the language switch, the palette
+toggle's words and the published 404 page (under a sub-path) are used as a reader uses them; what Material's own
+JavaScript does (switching the palette, copying) is Material's to test.
 `--screenshot on` (or `only-on-failure`) saves each page at 1280 and 390 px and each diagram light and dark under
 `--output` (off by default: they took more than half of this file's time).
 """
@@ -314,7 +315,64 @@ DIAGRAM_COLOURS = """scheme => {
   return [...document.querySelectorAll(".md-content figure.diagram svg")].map(svg => getComputedStyle(svg).color);
 }"""
 
-MIN_TEXT_PX = 8  # diagram text smaller than this is unreadable on a phone
+MIN_TEXT_PX = 9  # diagram and plot text smaller than this is hard to read on a phone
+MIN_CONTRAST = 4.5  # WCAG AA for text, which axe cannot check on SVG text over shapes
+
+# Each text of the shown diagrams and plots against what lies under it, as the browser paints it: the page's
+# background with every shape drawn before the text at that point laid over it (fill, fill-opacity, opacity),
+# at three points along the text; the text's own colour composited the same way.
+TEXT_CONTRAST = r"""
+minimum => {
+  const rgba = c => { const n = c.match(/[\d.]+/g).map(Number); return n.length === 3 ? [...n, 1] : n; };
+  const over = (top, under) => [0, 1, 2].map(i => top[i] * top[3] + under[i] * (1 - top[3])).concat(1);
+  const linear = v => (v /= 255) <= 0.04045 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4;
+  const luminance = c => 0.2126 * linear(c[0]) + 0.7152 * linear(c[1]) + 0.0722 * linear(c[2]);
+  const ratio = (a, b) => {
+    const [x, y] = [luminance(a), luminance(b)].sort((p, q) => q - p);
+    return (x + 0.05) / (y + 0.05);
+  };
+  const opacity = el => {
+    let a = 1;
+    for (; el.localName !== "figure"; el = el.parentElement) a *= getComputedStyle(el).opacity;
+    return a;
+  };
+  const paint = el => {
+    const style = getComputedStyle(el);
+    if (style.fill === "none") return null;
+    const colour = rgba(style.fill);
+    colour[3] *= style.fillOpacity * opacity(el);
+    return colour;
+  };
+  const page = rgba(getComputedStyle(document.body).backgroundColor), problems = [];
+  document.querySelectorAll(".md-content :is(figure.diagram, figure.plot)").forEach((figure, i) => {
+    const svg = [...figure.querySelectorAll(":scope > svg")].find(s => s.checkVisibility());
+    svg?.querySelectorAll("text").forEach(text => {
+      const box = text.getBoundingClientRect();
+      if (!box.width || !text.textContent.trim()) return;
+      const worst = Math.min(...[0.15, 0.5, 0.85].map(f => {
+        const ground = document.elementsFromPoint(box.left + box.width * f, box.top + box.height / 2)
+          .filter(el => svg.contains(el) && el.matches("rect, circle, ellipse, path, polygon, image")
+                  && !el.closest("text, defs") && el.compareDocumentPosition(text) & Node.DOCUMENT_POSITION_FOLLOWING)
+          .reverse().reduce((under, shape) => { const p = paint(shape); return p ? over(p, under) : under; }, page);
+        return ratio(over(paint(text), ground), ground);
+      }));
+      if (worst < minimum) problems.push(`${figure.classList.contains("plot") ? "plot" : "diagram"} ${i + 1}: ` +
+        `${JSON.stringify(text.textContent.trim().slice(0, 40))} is ${worst.toFixed(2)}:1 against what lies under it`);
+    });
+  });
+  return problems;
+}
+"""
+
+
+def low_contrast(tab) -> list[str]:
+    """The shown diagrams' and plots' text under MIN_CONTRAST, in each palette (light last, as the page opened)."""
+    problems = []
+    for scheme in ("slate", "default"):
+        tab.evaluate(DIAGRAM_COLOURS, scheme)
+        problems += [f"{scheme} palette: {problem}" for problem in tab.evaluate(TEXT_CONTRAST, MIN_CONTRAST)]
+    return problems
+
 MIN_CODE_SHARE = 0.75  # of the text column, for every code block
 # Where code in a table may wrap: after a dot, an underscore, a slash or a hyphen inside an identifier
 # (the browser breaks after a hyphen too), and at a space between two tokens, never inside a word.
@@ -348,12 +406,25 @@ INSPECT_PHONE = r"""
     if (shown(out) && out.scrollWidth > out.clientWidth + 1) problems.push(`output ${snippet(out.textContent)} ` +
       `does not wrap: ${out.scrollWidth} px of text in ${out.clientWidth} px`);
   });
-  // Diagram text, as rendered: font size times the SVG's scale on screen.
-  content.querySelectorAll("figure.diagram svg").forEach((svg, i) => {
+  // Diagrams and plots whole: one drawing shown (a diagram's narrow variant takes its place), inside the
+  // column, its content inside its own viewBox, nothing to scroll; diagram text, as rendered (font size
+  // times the drawing's scale on screen), big enough to read.
+  const columnBox = content.getBoundingClientRect();
+  content.querySelectorAll("figure.diagram, figure.plot").forEach((figure, i) => {
+    const name = `${figure.classList.contains("plot") ? "plot" : "diagram"} ${i + 1}`;
+    const svgs = [...figure.querySelectorAll(":scope > svg")].filter(shown);
+    if (svgs.length !== 1) { problems.push(`${name} shows ${svgs.length} drawings, not 1`); return; }
+    const svg = svgs[0], box = svg.getBoundingClientRect(), drawn = svg.getBBox(), view = svg.viewBox.baseVal;
+    if (box.left < columnBox.left - 1 || box.right > columnBox.right + 1 || figure.scrollWidth > figure.clientWidth + 1)
+      problems.push(`${name} is cut: ${Math.round(box.width)} px wide in a ${Math.round(columnBox.width)} px column`);
+    if (drawn.x < view.x - 1 || drawn.y < view.y - 1 || drawn.x + drawn.width > view.x + view.width + 1
+        || drawn.y + drawn.height > view.y + view.height + 1)
+      problems.push(`${name} draws outside its viewBox (${view.width} × ${view.height}): content from ` +
+        `(${drawn.x.toFixed(0)}, ${drawn.y.toFixed(0)}), ${drawn.width.toFixed(0)} × ${drawn.height.toFixed(0)}`);
     const scale = svg.getScreenCTM()?.a || 0;
     const small = [...svg.querySelectorAll("text")].map(t => [t, parseFloat(getComputedStyle(t).fontSize) * scale])
       .filter(([, px]) => px < minText);
-    if (small.length) problems.push(`diagram ${i + 1}: ${small.length} labels under ${minText} px, e.g. ` +
+    if (small.length) problems.push(`${name}: ${small.length} labels under ${minText} px, e.g. ` +
       `${snippet(small[0][0].textContent)} at ${small[0][1].toFixed(1)} px`);
   });
   // Identifiers in tables wrap only after a dot, an underscore, a slash or a hyphen.
@@ -413,12 +484,15 @@ def test_page_works_in_a_browser(tab, events, screenshots, source, url):
         dark, light = (tab.evaluate(DIAGRAM_COLOURS, scheme) for scheme in ("slate", "default"))  # light again
         problems += [f"diagram {i + 1} has the same colour ({colour}) in the light and the dark palette"
                      for i, (colour, other) in enumerate(zip(light, dark)) if colour == other]
+        problems += low_contrast(tab)
     problems += events.settled(tab)
     # At a phone's width: laid out anew by the same CSS and scripts, without loading the page a second time
     # (which was a third of this file's time); what it did at the desktop's width is reported already.
     events.reset()
     tab.set_viewport_size(PHONE)
     on_a_phone = tab.evaluate(INSPECT_PHONE, [MIN_TEXT_PX, MIN_CODE_SHARE, BREAKS_AFTER]) + events.settled(tab)
+    if found["figures"]:  # the narrow variants now
+        on_a_phone += low_contrast(tab)
     problems += [f"at {PHONE['width']} px: {problem}" for problem in on_a_phone]
     tab.set_viewport_size(DESKTOP)
     screenshots(tab, failed=bool(problems))

@@ -56,6 +56,24 @@ def test_a_new_or_vanished_output_is_reported(recording):
     assert "snippets/outputs/a2_tensors/removed_section.txt is stored but nothing prints it" in problems
 
 
+def test_each_plot_is_the_figure_its_own_block_draws(recording):
+    """The recorder keeps the figure that a section's code leaves open (the page runner saves it from outside),
+    drawn in the text's colour for both palettes; what it shows is checked like an output; and the loss plot,
+    from its own run of the loop, shows the losses the book's loop printed."""
+    assert sorted(recording.plots) == ["a6_data_loaders:plot_toy_data", "a7_training_loop:plot_decision_regions",
+                                       "a7_training_loop:plot_loss"]
+    for plot in recording.plots.values():  # and no id that every plot has (two share A.7's page)
+        svg = plot["svg"]
+        assert 'fill="currentColor"' in svg and "#000000" not in svg and ' id="axes_1"' not in svg
+    (axes,) = recording.plots["a7_training_loop:plot_loss"]["data"]
+    printed = re.findall(r"Train/Val Loss: ([\d.]+)", recording.outputs["a7_training_loop:train"])
+    assert [f"{loss:.2f}" for _, loss in axes["lines"][0]] == printed
+    path = OUTPUTS / "a7_training_loop" / "plot_loss.plot.json"
+    first = f"{axes['lines'][0][0][1]}"
+    problems = store.drift(recording, stored_with({path: path.read_text().replace(first, "0.5", 1)}))
+    assert [p.split(" differs")[0] for p in problems] == ["snippets/outputs/a7_training_loop/plot_loss.plot.json"]
+
+
 def test_every_section_is_shown_on_a_page():
     shown = {cell.key for page in pages.chapter_pages() for cell in pages.program(page)}
     modules = [p for p in SNIPPETS.glob("*.py") if p.stem != "__init__"]

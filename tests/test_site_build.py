@@ -54,10 +54,13 @@ def test_a_page_shows_its_download_and_the_outputs_it_prints(page, built_site, r
     outputs = [text for title, text in shown if title.startswith("Output")]
     # Markdown expands tabs (A.8's error message has one) to 4 columns.
     assert "".join(outputs) == "".join(printed).expandtabs(4), f"the Output blocks of {url}/ are not what it printed"
-    shown_plots = [img["src"] for img in soup.select(".md-content figure.plot img")]
-    drawn = [f"../plots/{key.replace(':', '/')}.svg" for key in run["plots"]]
+    # Each plot inline under the block that draws it, named by its caption: what the plot shows.
+    figures = soup.select(".md-content figure.plot")
+    shown_plots = [(figure.svg["aria-labelledby"], figure.figcaption.get("id"), figure.figcaption.get_text())
+                   for figure in figures]
+    drawn = [(f"plot-{key.replace(':', '-').replace('_', '-')}",) * 2 + (ENGLISH.words[f"plot:{key}"],)
+             for key in run["plots"]]
     assert shown_plots == drawn, f"{url}/ shows the plots {shown_plots}, its run drew {drawn}"
-    assert all((built_site / url / src).resolve().exists() for src in shown_plots)
     box = soup.select_one(".admonition.tip")
     assert box.select_one(f'a[href="../downloads/{pages.download_name(page)}"][download]'), "no download link"
     if notebook := pages.notebook_of(page):
@@ -232,11 +235,7 @@ def test_a_chinese_page_is_written_in_chinese(chinese, built_site):
     assert not left, f"{chinese[0]} shows English where a Chinese reader expects Chinese:\n" + "\n".join(left)
 
 
-def test_the_chinese_plots_and_404_page_are_in_chinese(built_site):
-    for svg in sorted((ROOT / "snippets" / "outputs").glob(f"*/*{CHINESE.plot_suffix}")):
-        texts = re.findall(r"<text[^>]*>([^<]*)</text>", svg.read_text())
-        assert any(HAN.search(text) for text in texts), f"{svg.name} has no Chinese text"
-        assert not [run for text in texts for run in english_runs(text)], f"{svg.name}: {texts}"
+def test_the_chinese_404_page_is_in_chinese(built_site):
     seen = _words_a_reader_sees((built_site / "zh" / "404.html").read_text())
     left = [run for texts in seen.values() for text in texts for run in english_runs(text)]
     assert not left, f"zh/404.html shows English: {left}"
@@ -289,9 +288,7 @@ def test_a_chinese_page_matches_its_english_page_and_links_to_it(english, chines
                   for link in soup.select("a.md-select__link[hreflang]")}
         assert switch == expected, f"on {url or 'index'}, the language switch leads to {switch}"
         shown[source] = {"code and outputs": [text for _, text in blocks(soup)],
-                         # each edition's own drawing of the same plot: SECTION.svg, SECTION.zh.svg
-                         "plots": [re.sub(r"(\.zh)?\.svg$", "", img["src"])
-                                   for img in soup.select(".md-content figure.plot img")],
+                         "plots": [svg["aria-labelledby"] for svg in soup.select(".md-content figure.plot svg")],
                          "diagrams": len(soup.select(".md-content figure.diagram svg")),
                          # Written out on the Chinese headings, so that links and anchors land alike.
                          "heading anchors": [h["id"] for h in soup.select("article > :is(h2, h3, h4)[id]")]}

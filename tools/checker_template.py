@@ -6,9 +6,9 @@ of "Appendix A: Introduction to PyTorch" against the outputs the site shows.
     python check-appendix-a.py --page A.7       # one page (or several)
     python check-appendix-a.py --report r.md    # also write a report to share
 
-It needs only torch (and numpy). Each page's code, the page's download, runs
-alone in a fresh Python in an empty temporary folder, on the CPU, and what each
-of its blocks prints is compared with the site. Lines that depend on the
+It needs torch, numpy and matplotlib. Each page's code, the page's download,
+runs alone in a fresh Python in an empty temporary folder, on the CPU, and what
+each of its blocks prints is compared with the site. Lines that depend on the
 machine (the torch version, a timing, an unseeded draw) are compared by their
 shape and named. On a CUDA or Apple silicon GPU, the pages with device code
 (A.9.1, A.9.2, Exercise A.4) then run again on the GPU, and what they print
@@ -20,6 +20,7 @@ import argparse
 import concurrent.futures
 import datetime
 import difflib  # noqa: F401 (the embedded compare_text uses it)
+import importlib
 import json
 import os
 import platform
@@ -223,11 +224,11 @@ def describe_machine(torch):
                       "built in, but not available here"
                       if torch.backends.mps.is_built() else "not available")
     machine.update(describe_distributed(torch, cuda))
-    try:
-        import numpy
-        machine["numpy"] = numpy.__version__
-    except ImportError:
-        machine["numpy"] = "not installed"
+    for package in ("numpy", "matplotlib"):
+        try:
+            machine[package] = importlib.import_module(package).__version__
+        except ImportError:
+            machine[package] = "not installed"
     device = "cuda" if cuda else "mps" if mps else "cpu"
     gpu = (names[0] if cuda else "Apple silicon GPU" if mps else None)
     return machine, device, gpu
@@ -467,7 +468,7 @@ def main(argv=None):
             import torch
         except ImportError:
             return say("this Python has no torch, and the pages need it: "
-                       "install it (pip install torch numpy, or see "
+                       "install it (pip install torch numpy matplotlib, or see "
                        "https://pytorch.org/get-started/locally/) and run "
                        "this again.", 1)
         machine, device, gpu = describe_machine(torch)

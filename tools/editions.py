@@ -25,11 +25,6 @@ class Edition:
     def notebooks(self) -> Path:
         return self.docs / "notebooks"
 
-    @property
-    def plot_suffix(self) -> str:
-        """A recorded plot's file ending in this edition: SECTION.svg, SECTION.zh.svg."""
-        return ".svg" if self is ENGLISH else f".{self.language}.svg"
-
     def device(self, environment: dict) -> str:
         """Where a recording ran, from the environment that tools/record.py stores, in this language."""
         if environment["gpu"]:
@@ -96,7 +91,6 @@ ENGLISH = Edition("en", "English", "mkdocs.yml", ROOT / "docs", "", {
     "contents": "Contents",
     "permalink": "Permanent link",  # a heading's link
     "copy_cell": "Copy to clipboard",  # a notebook cell's copy button
-    "notebook_plot": "A plot drawn by the code above",  # a notebook plot's alt text
     "code-part1": "Appendix A, code part 1: A.1 to A.8",  # the notebooks' titles
     "code-part2": "Appendix A, code part 2: A.9 GPU training",
     "exercise-solutions": "Appendix A, exercise solutions",
@@ -141,17 +135,21 @@ ENGLISH = Edition("en", "English", "mkdocs.yml", ROOT / "docs", "", {
     "checked_by": "*Checked by `{command}` on {date}: {machine}, Python {python}, torch {torch}; every page in "
                   "{seconds:.0f} s.*",
     "checked_on": "{system}, {cores} cores, {gpu}",
-    # The words in the plots (tools/plots.py).
-    "plot_feature": "feature {number}",
-    "plot_class": "class {label}",
-    "plot_class_of": "class {label}, {split}",
-    "plot_training": "training",
-    "plot_test": "test",
-    "plot_step": "training step (batch)",
-    "plot_loss": "training loss",
     "notebook_intro": ("The text and code of {chapters} of the executable book, with the outputs recorded when "
                        "it ran. Run the cells from the top: later cells use what earlier ones defined. It needs "
-                       "only torch (and numpy)."),
+                       "only torch (and numpy, and matplotlib for the cells that plot)."),
+    # What each plot shows (its alt text and caption), by the section whose code draws it.
+    "plot:a6_data_loaders:plot_toy_data": (
+        "The three training examples of class 0 (filled dots) and its test example (a ring) lie together at "
+        "the upper left, near feature 1 = −1 and feature 2 = 3; the two training examples of "
+        "class 1 and its test example lie at the lower right, near (2.5, −1.5). The classes are far apart."),
+    "plot:a7_training_loop:plot_loss": (
+        "The training loss over the 6 training steps (2 batches in each of 3 epochs): it falls from 0.75 after "
+        "the first step to almost 0 after the sixth, fastest between steps 3 and 4."),
+    "plot:a7_training_loop:plot_decision_regions": (
+        "The class the model predicts at each point of the plane: a boundary rising gently from lower left to "
+        "upper right splits it into class 0 (blue) at the upper left and class 1 (orange) at the lower right; "
+        "every training example lies inside its own class's region, far from the boundary."),
 })
 
 CHINESE = Edition("zh", "简体中文", "mkdocs.zh.yml", ROOT / "docs-zh", "zh/", {
@@ -196,7 +194,6 @@ CHINESE = Edition("zh", "简体中文", "mkdocs.zh.yml", ROOT / "docs-zh", "zh/"
     "contents": "目录",
     "permalink": "永久链接",
     "copy_cell": "复制到剪贴板",
-    "notebook_plot": "上面的代码绘制的图",
     "code-part1": "附录 A 代码，第 1 部分：A.1 至 A.8",
     "code-part2": "附录 A 代码，第 2 部分：A.9 GPU 训练",
     "exercise-solutions": "附录 A 练习参考答案",
@@ -227,21 +224,18 @@ CHINESE = Edition("zh", "简体中文", "mkdocs.zh.yml", ROOT / "docs-zh", "zh/"
     "checked_by": "*由 `{command}` 于 {date} 检查：{machine}，Python {python}，torch {torch}；"
                   "全部页面用时 {seconds:.0f} 秒。*",
     "checked_on": "{system}，{cores} 核，{gpu}",
-    "plot_feature": "特征 {number}",
-    "plot_class": "类别 {label}",
-    "plot_class_of": "类别 {label}，{split}",
-    "plot_training": "训练",
-    "plot_test": "测试",
-    "plot_step": "训练步（批次）",
-    "plot_loss": "训练损失",
     "notebook_intro": ("本书可执行版中{chapters}的文字和代码，附带运行时记录的输出。请从上往下依次运行各单元格："
-                       "后面的单元格会用到前面定义的内容。只需要 torch（以及 numpy）。"),
-    # The captions of the plots (tools/plots.py gives the English ones).
-    "The training loss after each step, as the log above prints it": "每一步之后的训练损失，即上面日志打印的数值",
-    "The class the trained model predicts at each point, with the training examples":
-        "训练好的模型在每个点上预测的类别，以及训练样本",
-    "The toy data: five training and two test examples in two classes":
-        "玩具数据：两个类别中的五个训练样本和两个测试样本",
+                       "后面的单元格会用到前面定义的内容。只需要 torch（以及 numpy；绘图的单元格还需要 matplotlib）。"),
+    # What each plot shows (its alt text and caption), by the section whose code draws it.
+    "plot:a6_data_loaders:plot_toy_data": (
+        "类别 0 的三个训练样本（实心点）和一个测试样本（圆圈）聚在左上方，特征 1 约为 −1、特征 2 约为 3；"
+        "类别 1 的两个训练样本和一个测试样本聚在右下方，约在 (2.5, −1.5)。两个类别相距很远。"),
+    "plot:a7_training_loop:plot_loss": (
+        "训练损失随 6 个训练步（3 轮，每轮 2 个批次）的变化：从第 1 步的 0.75 降到第 6 步的几乎为 0，"
+        "第 3 步到第 4 步之间下降最快。"),
+    "plot:a7_training_loop:plot_decision_regions": (
+        "模型在平面上每一点预测的类别：一条从左下到右上略微上升的分界线把平面分成两块，左上方是类别 0（蓝色），"
+        "右下方是类别 1（橙色）；每个训练样本都落在自己类别的区域内，离分界线很远。"),
 })
 
 EDITIONS = {edition.language: edition for edition in (ENGLISH, CHINESE)}

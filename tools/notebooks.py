@@ -96,8 +96,7 @@ def notebook_text(name: str, runs: dict[str, dict], outputs: dict[str, str], edi
                 code.outputs = [nbformat.v4.new_output("stream", name="stdout", text=outputs[cell.key])]
             if plot := plot_of.get((page, cell.key)):
                 code.outputs.append(nbformat.v4.new_output(
-                    "display_data", data={"image/svg+xml": plot["svg"][edition.language],
-                                          "text/plain": words.get(plot["title"], plot["title"])}))
+                    "display_data", data={"image/svg+xml": plot["svg"], "text/plain": words[f"plot:{cell.key}"]}))
             cells.append(code)
         cells += _markdown_cell(markdown)
     for number, cell in enumerate(cells):

@@ -114,8 +114,10 @@ def download_text(page: str, cells: list[Cell] | None = None) -> str:
     """The page's code as one script that runs alone, in the percent format that editors
     (VS Code, PyCharm, Spyder, Jupytext) show as cells: one `# %%` cell per code block."""
     cells = program(page) if cells is None else cells
+    plots = any("matplotlib" in cell.code for cell in cells)
+    needs = "torch, numpy and matplotlib" if plots else "only torch (and numpy)"
     header = (f'"""{title(page)}: the code of this page of "Appendix A: Introduction to PyTorch",\n'
-              f"in page order. It needs only torch (and numpy): python {download_name(page)}\n"
+              f"in page order. It needs {needs}: python {download_name(page)}\n"
               '"""\n')
     return header + "".join(f"\n# %%\n{cell.code}\n" for cell in cells)
 

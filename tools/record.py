@@ -85,6 +85,12 @@ def record(scripts: bool = True) -> Recording:
                                      "must print the same on both.")
     for key, text in recording.outputs.items():
         recording.outputs[key] = kept(stored_output(key), text, key, varying)
+    for key in recording.plots:
+        if missing := [edition.name for edition in EDITIONS.values() if f"plot:{key}" not in edition.words]:
+            module, section = key.split(":")
+            raise RecordingError(f"snippets/{module}.py, section '{section}' draws a plot, but tools/editions.py "
+                                 f"has no words 'plot:{key}' (what the plot shows: its alt text) in "
+                                 f"{' and '.join(missing)}; add them.")
     for edition in EDITIONS.values():  # one notebook per language: the same cells, the text of its edition
         for name in pages.NOTEBOOKS:
             recording.notebooks[edition.notebooks / f"{name}.ipynb"] = notebook_text(
@@ -179,21 +185,6 @@ def record_report(path: Path) -> Recording:
     return recording
 
 
-def _cjk_font_found() -> bool:
-    """Whether matplotlib finds the font the Chinese plots' labels are laid out with."""
-    from matplotlib import font_manager
-
-    for read_cache in (True, False):  # a font installed after matplotlib cached its list is not in it
-        if not read_cache:
-            font_manager.fontManager = font_manager._load_fontmanager(try_read_cache=False)
-        try:
-            font_manager.fontManager.findfont("WenQuanYi Micro Hei", fallback_to_default=False)
-            return True
-        except ValueError:
-            pass
-    return False
-
-
 def main() -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so that `finally` blocks run
     if sys.argv[1:] == ["--gpu"] or sys.argv[1:2] == ["--report"] and len(sys.argv) == 3:
@@ -204,10 +195,6 @@ def main() -> int:
             return 1
         print("recorded the GPU outputs:" + "".join(f"\n  {path.relative_to(ROOT)}" for path in changed))
         return 0
-    if not _cjk_font_found():
-        print("note: no WenQuanYi Micro Hei font here, so the Chinese plots' labels are measured with a "
-              "Latin font and may not fit their boxes; install it first (Debian: apt-get install "
-              "fonts-wqy-microhei).", file=sys.stderr)
     try:
         recording = record()
     except RecordingError as error:

@@ -6,6 +6,7 @@ gpu_check and the DDP tests start a process tree and make sure none of it outliv
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -14,8 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from tools import pages, plots
-from tools.editions import EDITIONS
+from tools import pages
 from tools.sections import ROOT
 from tools.store import RecordingError
 
@@ -60,18 +60,14 @@ def in_parallel(function, items) -> list:
 
 def run_page(page: str) -> dict:
     """Run the page's download alone; {"cells": [...], "outputs": [text per cell], "environment": {...},
-    "plots": {"module:section": {title, data, svg: {language: svg}}}}."""
+    "plots": {"module:section": {data, svg}}}: the figure a section's code draws, as it is shown."""
     cells = pages.program(page)
     with tempfile.TemporaryDirectory(prefix="page-run-") as folder:
         script = Path(folder) / pages.download_name(page)
         script.write_text(pages.download_text(page, cells))
         result = Path(folder) / "result.json"
-        words = {language: {key: text for key, text in edition.words.items() if key.startswith("plot_")}
-                 for language, edition in EDITIONS.items()}
-        to_plot = json.dumps({"plots": plots.__file__, "plotters": plots.plotters_for(page, cells), "words": words})
-        with session([sys.executable, "-I", str(PAGE_RUNNER), str(script), str(result), to_plot], cwd=folder,
-                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                     env={**os.environ, "MPLBACKEND": "Agg"}) as child:
+        with session([sys.executable, "-I", str(PAGE_RUNNER), str(script), str(result), '{"save": true}'],
+                     cwd=folder, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) as child:
             _, stderr = child.communicate()
         if child.returncode != 0:
             raise RecordingError(f"the code of docs/{page} does not run alone:\n{stderr.strip()}")
@@ -79,10 +75,22 @@ def run_page(page: str) -> dict:
         run["plots"] = {}
         for index, output in enumerate(run["outputs"]):
             if isinstance(output, dict):
-                svg = {language: Path(f"{result}.{index}.{language}.svg").read_text() for language in EDITIONS}
-                run["plots"][cells[index].key] = {**output["plot"], "svg": svg}
+                svg = in_both_palettes(Path(f"{result}.{index}.svg").read_text())
+                run["plots"][cells[index].key] = {"data": output["plot"], "svg": svg}
                 run["outputs"][index] = output["text"]
     return {"cells": cells, **run}
+
+
+def in_both_palettes(svg: str) -> str:
+    """Matplotlib's SVG (transparent) drawn in the colour of the text around it, which follows the light and
+    dark palettes where it is inline (on the pages, in the notebooks): black becomes currentColor (black text
+    has no fill: it inherits the root's), the legend's white box the page's background. Inline, it shares the
+    page's ids and styles: the ids of its parts (figure_1, matplotlib.axis_1: every plot has them) go, and
+    its style rule for every element (*) is kept to plots."""
+    svg = re.sub(r' id="[\w.]+_\d+"', "", svg)
+    svg = svg.replace("#000000", "currentColor").replace("fill: #ffffff", "fill: var(--md-default-bg-color, #fff)")
+    svg = svg.replace("<svg ", '<svg fill="currentColor" ', 1)
+    return svg.replace("*{", "figure.plot svg *{", 1)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -98,18 +98,16 @@ def kept(stored: str | None, fresh: str, key: str, varying: dict[str, dict]) -> 
 class Recording:
     outputs: dict[str, str] = field(default_factory=dict)  # "module:section" -> printed text
     manifest: dict = field(default_factory=dict)
-    plots: dict[str, dict] = field(default_factory=dict)  # "module:section" -> {title, data, svg: {language: svg}}
+    plots: dict[str, dict] = field(default_factory=dict)  # "module:section" -> {data, svg}
     notebooks: dict[Path, str] = field(default_factory=dict)  # docs/notebooks/NAME.ipynb (and docs-zh/…) -> text
     scripts: dict[str, str] | None = None  # scripts/outputs/NAME -> text; None: not run this time
     runs: dict[str, dict] = field(default_factory=dict)  # page -> run_page()
 
     def files(self) -> dict[Path, str]:
         files = {output_path(key, ".txt"): text for key, text in self.outputs.items()}
-        for key, plot in self.plots.items():
-            files[output_path(key, ".plot.json")] = json.dumps(
-                {"title": plot["title"], "data": plot["data"]}, indent=1) + "\n"
-            for edition in EDITIONS.values():
-                files[output_path(key, edition.plot_suffix)] = plot["svg"][edition.language]
+        for key, plot in self.plots.items():  # the same drawing in both editions: the code's labels are English
+            files[output_path(key, ".plot.json")] = json.dumps(plot["data"], indent=1) + "\n"
+            files[output_path(key, ".svg")] = plot["svg"]
         files[MANIFEST] = json.dumps(self.manifest, indent=2, sort_keys=True) + "\n"
         files.update(self.notebooks)
         files.update({SCRIPT_OUTPUTS / name: text for name, text in (self.scripts or {}).items()})

@@ -9,12 +9,15 @@
   and add a box with the chapters the cells come from.
 """
 
+import base64
 import hashlib
 import html
 import importlib.metadata
+import logging
 import re
 import shutil
 import sys
+from functools import partial
 from pathlib import Path
 from urllib.parse import quote
 
@@ -27,6 +30,9 @@ from mkdocs.utils import get_relative_url
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # mkdocs loads this file by path
 from tools import editions, pages
+from tools.sections import OUTPUTS
+
+log = logging.getLogger("mkdocs.hooks")
 
 CONVERTER = ("mkdocs-jupyter", "nbconvert", "mistune", "pygments")  # nbconvert renders with the last two
 
@@ -88,6 +94,21 @@ def _read_along(page, config) -> str:
 NOTEBOOK_MATH = re.compile(r"\$\$(.+?)\$\$|\\\[(.+?)\\\]", re.S)
 
 
+# A plot in a notebook, which mkdocs-jupyter shows as an <img> of the SVG: inline instead, it follows the
+# palette as on the chapter pages, and is named by what it shows.
+NOTEBOOK_PLOT = re.compile(r'<img [^>]*?src="data:image/svg\+xml;base64,([A-Za-z0-9+/=]+)"[^>]*>')
+
+
+def _inline_plot(words: dict, match: re.Match) -> str:
+    svg = base64.b64decode(match[1]).decode()
+    key = next((f"{plot.parent.name}:{plot.stem}" for plot in OUTPUTS.glob("*/*.svg") if plot.read_text() == svg), None)
+    if key is None:
+        log.warning("a notebook shows a plot that is not recorded (snippets/outputs/*/*.svg); run `make outputs`")
+        return match[0]
+    caption = html.escape(words[f"plot:{key}"], quote=True)
+    return svg[svg.index("<svg"):].replace("<svg ", f'<svg role="img" aria-label="{caption}" ', 1)
+
+
 def on_post_page(output: str, /, *, page: Page, config: MkDocsConfig) -> str:
     if not page.file.src_uri.endswith(".ipynb"):
         return output
@@ -95,7 +116,7 @@ def on_post_page(output: str, /, *, page: Page, config: MkDocsConfig) -> str:
         lambda m: latex2mathml.converter.convert(html.unescape(m[1] or m[2]).strip(), display="block"), output)
     words = editions.of(config).words  # mkdocs-jupyter's own English words, in the edition's
     output = output.replace('aria-label="Copy to Clipboard"', f'aria-label="{words["copy_cell"]}"')
-    output = output.replace('alt="No description has been provided for this image"', f'alt="{words["notebook_plot"]}"')
+    output = NOTEBOOK_PLOT.sub(partial(_inline_plot, words), output)
     if Path(page.file.src_uri).stem in pages.NOTEBOOKS:  # under the title, the first heading inside it
         title_end = output.find("</h1>", output.find('<div class="jupyter-wrapper">')) + len("</h1>")
         output = output[:title_end] + _read_along(page, config) + output[title_end:]

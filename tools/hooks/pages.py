@@ -37,8 +37,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # mkdocs loads thi
 for name in [name for name in sys.modules if name == "tools" or name.startswith("tools.")]:
     del sys.modules[name]
 
-from tools import book, checker, editions, pages, plots, script_diff  # noqa: E402
-from tools.sections import OUTPUTS, ROOT, section_code  # noqa: E402
+from tools import book, checker, editions, pages, script_diff  # noqa: E402
+from tools.sections import ROOT, section_code  # noqa: E402
 from tools.store import GPU_OUTPUTS, MANIFEST, output_path, tomllib, varying_patterns  # noqa: E402
 
 log = logging.getLogger("mkdocs.hooks")
@@ -102,7 +102,7 @@ def _repository(config: MkDocsConfig, edition) -> None:
 
 
 def on_files(files: Files, /, *, config: MkDocsConfig) -> Files:
-    """The downloads (the scripts, each chapter page's code, the checker) and the plots; in the Chinese
+    """The downloads (the scripts, each chapter page's code, the checker); in the Chinese
     edition, the English edition's stylesheet and script too."""
     def add(uri: str, **source):
         files.append(File.generated(config, uri, **source))
@@ -121,8 +121,6 @@ def on_files(files: Files, /, *, config: MkDocsConfig) -> Files:
             add(f"downloads/{name}", content=script())
         except (KeyError, ValueError):  # a missing or broken section: its page says so
             continue
-    for plot in sorted(OUTPUTS.glob("*/*.svg")):
-        add(f"plots/{plot.parent.name}/{plot.name}", abs_src_path=str(plot))
     return files
 
 
@@ -159,6 +157,19 @@ def _title(cells, varying, environment, edition) -> str:
     return f"{edition.words['output']} · {edition.recorded(environment)} · {edition.words['and'].join(reasons)}"
 
 
+def _plot_figure(plot: Path, key: str, edition, source: str) -> str:
+    """A recorded plot as an inline SVG named by its caption, which says what it shows."""
+    caption = edition.words.get(f"plot:{key}")
+    if caption is None:
+        return _problem(f"{source}: tools/editions.py has no words 'plot:{key}' (what the plot of {key} shows, "
+                        "its caption and alt text); add them.", "Plot without a caption")
+    svg = plot.read_text()
+    name = f"plot-{key.replace(':', '-').replace('_', '-')}"
+    svg = svg[svg.index("<svg"):].replace("<svg ", f'<svg role="img" aria-labelledby="{name}" ', 1)
+    return (f'<figure class="plot" markdown="0">\n{svg.strip()}\n'
+            f'<figcaption id="{name}">{caption}</figcaption>\n</figure>')
+
+
 def _with_outputs(markdown: str, page: str, edition) -> str:
     source = f"{edition.docs.name}/{page}"
     try:
@@ -183,14 +194,9 @@ def _with_outputs(markdown: str, page: str, edition) -> str:
             if gpu := [path for path in gpu if path.exists()]:  # recorded by `make gpu-check` on a CUDA machine
                 environment = json.loads((GPU_OUTPUTS / "recorded.json").read_text())["environment"]
                 after.append(_output_block(f'{edition.words["output_on_gpu"]} · {edition.recorded(environment)}', gpu))
-        for cell in fence_cells:  # a plot drawn at record time from what the code computed
-            plot = output_path(cell.key, ".plot.json")
-            if (page, cell.key) in plots.PLOTS and plot.exists():
-                alt = json.loads(plot.read_text())["title"]
-                alt = edition.words.get(alt, alt)
-                after.append(f'<figure class="plot" markdown="span">\n'
-                             f'![{alt}](plots/{cell.module}/{cell.section}{edition.plot_suffix})\n'
-                             f"<figcaption>{alt}</figcaption>\n</figure>")
+        for cell in fence_cells:  # the figure its code draws, recorded (inline: it follows the palette)
+            if (plot := output_path(cell.key, ".svg")).exists():
+                after.append(_plot_figure(plot, cell.key, edition, source))
         if differences := list(dict.fromkeys(d for cell in fence_cells for d in notes.get(cell.key, []))):
             after.append(f'!!! info book "{edition.words["differs"]}"\n'
                          + "".join(f"\n    {d.reason(edition.language)}\n" for d in differences))
