@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The system packages that the tests and the recorder use, installed with apt-get where one is missing
 # (README.md names them for other systems). Run as root, or as a user with password-less sudo.
-#   fonts-wqy-microhei: the CJK font the Chinese plots' labels are laid out with (tools/record.py)
+#   fonts-wqy-microhei: a Chinese font, so that the browser tests render the Chinese edition (and measure
+#   its diagrams' text) as a reader's browser does
 set -euo pipefail
 packages=(fonts-wqy-microhei)
 missing=()

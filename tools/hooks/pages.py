@@ -302,12 +302,6 @@ def _repository_line(config, edition) -> str:
 # book's listing collapsed. Written as HTML once the page is rendered: a highlighted block without a line
 # anchor per line, so that the pages stay light on a phone.
 
-SCRIPT_WORDS = {"en": {"ours": "Ours", "book_label": "Book", "book": "the book's", "why": "Why",
-                       "diff": "{script}: {part}, as a diff of {base}", "same": "Unchanged from {base}: {parts}.",
-                       "listing": "the whole listing"},
-                "zh": {"ours": "本站", "book_label": "书中", "book": "书中", "why": "原因",
-                       "diff": "{script}：{part}，与{base}的差异", "same": "与{base}相同：{parts}。",
-                       "listing": "完整代码"}}
 BOOK_LISTING = "<!-- book's {script} -->"  # where a page shows the book's script, collapsed
 
 
@@ -320,32 +314,33 @@ def _code_html(code: str, language: str, title: str) -> str:
 
 
 def _scripts_as_html(content: str, edition) -> str:
-    words = SCRIPT_WORDS[edition.language]
+    words = edition.words
     for script in script_diff.BASES:
         if (mark := script_diff.MARK.format(script=script)) in content:
             content = content.replace(mark, _script_diff(script, edition))
         if (mark := BOOK_LISTING.format(script=script)) in content:
-            title = f"{words['book_label']} · {script}"
+            title = words["book_script"].format(script=script)
             listing = _code_html((script_diff.BOOK / script).read_text(), "python", title)
             content = content.replace(mark, f'<details class="quote" data-search-exclude><summary>{title} '
-                                            f"({words['listing']})</summary>{listing}</details>")
+                                            f"({words['whole_listing']})</summary>{listing}</details>")
     return content
 
 
 def _script_diff(script: str, edition) -> str:
-    words, language = SCRIPT_WORDS[edition.language], edition.language
-    base = words["book"] if script_diff.BASES[script].parent == script_diff.BOOK else script_diff.BASES[script].name
+    words, language = edition.words, edition.language
+    base_file = script_diff.BASES[script]
+    base = words["the_books"] if base_file.parent == script_diff.BOOK else base_file.name
     reasons, blocks = script_diff.reasons().get(script, {}), []
     compared = script_diff.compare(script)
     if same := [f"<code>{part.name}</code>" for part in compared if not part.diff]:
-        blocks.append(f"<p>{words['same'].format(base=base, parts=', '.join(same))}</p>")
+        blocks.append(f"<p>{words['script_same'].format(base=base, parts=', '.join(same))}</p>")
     for part in compared:
         if not part.diff:
             continue
         if part.name not in reasons:
             log.warning(f"{script_diff.DECLARED.name}: the part {part.name} of scripts/{script} differs "
                         f"without a reason; declare one as [{script[:-3]}.{part.name}]")
-        title = f'{words["ours"]} · ' + words["diff"].format(script=script, part=part.name, base=base)
+        title = words["ours"].format(adds=words["script_diff"].format(script=script, part=part.name, base=base))
         reason = render_markdown(book.ISSUE.sub(lambda m: f"[{m[0]}]({book.ISSUES}{m[1]})",
                                                 reasons.get(part.name, {}).get(language, "")))
         blocks.append(_code_html("\n".join(part.diff), "diff", title)
