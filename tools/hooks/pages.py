@@ -306,10 +306,11 @@ BOOK_LISTING = "<!-- book's {script} -->"  # where a page shows the book's scrip
 
 
 def _code_html(code: str, language: str, title: str) -> str:
-    """A code block as Material renders one with a title, without line spans and anchors."""
+    """A code block as Material renders one with a title, without line spans and anchors; out of the search
+    index, as the whole scripts are (the reasons under the diffs are indexed)."""
     tokens = pygments.highlight(code, pygments.lexers.get_lexer_by_name(language),
                                 pygments.formatters.HtmlFormatter(nowrap=True))
-    return (f'<div class="language-{language} highlight"><span class="filename">{escape(title)}</span>'
+    return (f'<div class="language-{language} highlight" data-search-exclude><span class="filename">{escape(title)}</span>'
             f"<pre><span></span><code>{tokens}</code></pre></div>")
 
 
