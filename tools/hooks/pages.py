@@ -310,8 +310,8 @@ def _code_html(code: str, language: str, title: str) -> str:
     index, as the whole scripts are (the reasons under the diffs are indexed)."""
     tokens = pygments.highlight(code, pygments.lexers.get_lexer_by_name(language),
                                 pygments.formatters.HtmlFormatter(nowrap=True))
-    return (f'<div class="language-{language} highlight" data-search-exclude><span class="filename">{escape(title)}</span>'
-            f"<pre><span></span><code>{tokens}</code></pre></div>")
+    return (f'<div class="language-{language} highlight" data-search-exclude>'
+            f'<span class="filename">{escape(title)}</span><pre><span></span><code>{tokens}</code></pre></div>')
 
 
 def _scripts_as_html(content: str, edition) -> str:
