@@ -20,6 +20,7 @@ import datetime
 import hashlib
 import inspect
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -169,7 +170,8 @@ def record_versions(pythons: list[str], jobs: int = 2) -> dict:
 
 def main(argv: list[str]) -> int:
     if argv[:1] == ["versions"]:
-        pythons = argv[1:] or [sys.executable]
+        # a path stays a path from the empty folder the checker runs in (a venv's python is not resolved)
+        pythons = [os.path.abspath(python) if os.sep in python else python for python in argv[1:]] or [sys.executable]
         print(f"checker-versions: running {NAME} with {', '.join(pythons)} ({datetime.date.today()})",
               file=sys.stderr)
         results = record_versions(pythons)
