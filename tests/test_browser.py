@@ -36,9 +36,9 @@ INSTALL_HINT = (
 )
 
 
-def cannot_run(reason: str):
+def cannot_run(reason: str, hint: str = INSTALL_HINT):
     """Skip the browser tests, saying why and what to do; under CI (CI=true), fail instead."""
-    message = f"the browser tests cannot run: {reason}. To run them, {INSTALL_HINT}"
+    message = f"the browser tests cannot run: {reason}. To run them, {hint}"
     if os.environ.get("CI") == "true":
         pytest.fail(message, pytrace=False)
     pytest.skip(message, allow_module_level=True)
@@ -423,6 +423,41 @@ def test_page_works_in_a_browser(tab, events, screenshots, source, url):
     tab.set_viewport_size(DESKTOP)
     screenshots(tab, failed=bool(problems))
     assert not problems, f"{url or 'index'} ({tab.url}):\n  " + "\n  ".join(problems)
+
+
+# ---------------------------------------------------------------------------
+# Accessibility: axe-core on every page in each palette (WCAG 2.0 to 2.2, A and AA, and axe's best
+# practices: named landmarks and dialogs, no empty table headers), Material's chrome included.
+
+AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"  # pinned in package.json; `npm ci` installs it
+AXE_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22a", "wcag22aa", "best-practice"]
+# Colours are measured once the palette has switched, not halfway through Material's transitions.
+NO_TRANSITIONS = "*, *::before, *::after { transition: none !important; animation: none !important; }"
+SET_PALETTE = "scheme => document.body.setAttribute('data-md-color-scheme', scheme)"  # as the toggle does
+RUN_AXE = """async tags => {
+  const {violations} = await axe.run(document, {runOnly: {type: "tag", values: tags}, resultTypes: ["violations"]});
+  return violations.flatMap(rule => rule.nodes.map(node =>
+    `${rule.id} (${rule.impact}) at ${node.target.join(" ")}: ${node.failureSummary.replace(/\\s+/g, " ")}`));
+}"""
+
+
+@pytest.fixture(scope="session")
+def axe_script() -> str:
+    if not AXE.exists():
+        cannot_run(f"axe-core is not installed ({AXE.relative_to(ROOT)} is missing)",
+                   "run `npm ci` in the repository (package-lock.json pins axe-core).")
+    return AXE.read_text()
+
+
+@pytest.mark.parametrize(("source", "url"), PAGES, ids=[url or "index" for _, url in PAGES])
+def test_page_passes_axe_in_both_palettes(tab, axe_script, source, url):
+    problems = open_page(tab, url)
+    tab.add_script_tag(content=axe_script)
+    tab.add_style_tag(content=NO_TRANSITIONS)
+    for scheme in ("default", "slate"):
+        tab.evaluate(SET_PALETTE, scheme)
+        problems += [f"{scheme} palette: {violation}" for violation in tab.evaluate(RUN_AXE, AXE_TAGS)]
+    assert not problems, f"axe-core on {url or 'index'} ({tab.url}):\n  " + "\n  ".join(problems)
 
 
 # ---------------------------------------------------------------------------

@@ -62,6 +62,43 @@ COLLAPSER = re.compile(r'<div class="jp-Collapser [^"]*">\s*</div>\s*')
 # mkdocs-jupyter's Mermaid loader imports the library from a CDN; the notebooks have no diagrams.
 CDN_MERMAID = re.compile(r'<script type="module">(?:(?!</script>).)*?cdnjs\.(?:(?!</script>).)*?</script>', re.S)
 
+# Nine tenths of mkdocs-jupyter's CSS styles JupyterLab's own interface, which a rendered notebook lacks.
+COMMENT = re.compile(r"/\*.*?\*/", re.S)
+CLASSES = re.compile(r'(?<=[\s"])class="([^"]*)"')
+# In a selector: what may hold a dot or a class that need not be on the page (:not(.x), [type="a.b"]).
+NOT_A_CLASS = re.compile(r"\([^()]*\)|\[[^\]]*\]")
+# mkdocs-jupyter scopes every selector to .jupyter-wrapper, its page-wide ones too, which then match nothing.
+INSIDE_THE_PAGE = re.compile(r"\S\s+(?::root|html|body)\b")
+
+
+def used_rules(css: str, class_lists: set[str]) -> str:
+    """The rules of `css` whose selectors can match on the page: a selector that names a class no element
+    of the page has is left out, and so is a rule (or @media block) left with none. Other at-rules are kept."""
+    classes = {name for names in class_lists for name in names.split()}
+    kept, start = [], 0
+    while (brace := css.find("{", start)) >= 0:
+        end, depth = brace + 1, 1
+        while depth:
+            depth += {"{": 1, "}": -1}.get(css[end], 0)
+            end += 1
+        prelude, body = css[start:brace].strip(), css[brace + 1:end - 1]
+        if ";" in prelude:  # an @import or @charset before it, which has no block
+            statements, prelude = prelude.rsplit(";", 1)
+            kept.append(statements + ";")
+            prelude = prelude.strip()
+        if prelude.startswith(("@media", "@supports")):
+            if inner := used_rules(body, class_lists):
+                kept.append(f"{prelude}{{{inner}}}")
+        elif prelude.startswith("@"):
+            kept.append(f"{prelude}{{{body}}}")
+        elif selectors := [selector for selector in re.split(r",(?![^()]*\))", prelude)
+                           if set(re.findall(r"\.(-?[_a-zA-Z][\w-]*)", NOT_A_CLASS.sub("", selector))) <= classes
+                           and not INSIDE_THE_PAGE.search(selector)]:
+            kept.append(f"{','.join(selectors)}{{{body}}}")
+        start = end
+    return "\n".join(kept)
+
+
 CHAPTERS = {}  # src_uri -> (title, url), filled from the nav
 
 
@@ -99,7 +136,7 @@ def on_post_page(output: str, /, *, page: Page, config: MkDocsConfig) -> str:
         title_end = output.find("</h1>", output.find('<div class="jupyter-wrapper">')) + len("</h1>")
         output = output[:title_end] + _read_along(page, config) + output[title_end:]
     head, body = output.split("<body", 1)
-    css = "\n".join(STYLE.findall(body))
+    css = used_rules(COMMENT.sub("", "\n".join(STYLE.findall(body))), set(CLASSES.findall(body)))
     if icon := COPY_ICON.search(body):
         svg = f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16">{icon[1]}</svg>'
         mask = f'url("data:image/svg+xml,{quote(svg)}") center / 16px no-repeat'

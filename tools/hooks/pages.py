@@ -260,6 +260,9 @@ EARLIER_CODE = re.compile(r'<details(?= class="example">\s*<summary>(?:%s)</summ
 
 def on_page_content(html: str, /, *, page: Page, config: MkDocsConfig, files: Files) -> str:
     html = WHOLE_SCRIPT.sub(r"\g<0> data-search-exclude", html)
+    # A table whose rows are named in its first column leaves the corner empty: an empty header names
+    # nothing (screen readers announce it before every cell of that column), an empty data cell does not.
+    html = html.replace("<th></th>", "<td></td>")
     return EARLIER_CODE.sub("<details data-search-exclude", html)
 
 
