@@ -460,6 +460,58 @@ def test_page_passes_axe_in_both_palettes(tab, axe_script, source, url):
     assert not problems, f"axe-core on {url or 'index'} ({tab.url}):\n  " + "\n  ".join(problems)
 
 
+# Keyboard: each Tab stop shows a ring of 2 px or more, at least 3:1 against what lies behind it. Where the
+# focused element is hidden, the ring is on what shows it: a content tab's labels, the palette toggle's icon.
+FOCUS_RING = r"""
+minRatio => {
+  const el = document.activeElement;
+  if (!el || el === document.body) return null;
+  const name = `<${el.tagName.toLowerCase()} class="${el.getAttribute("class") || ""}"> ` + JSON.stringify(
+    (el.getAttribute("aria-label") || el.title || el.textContent).trim().replace(/\s+/g, " ").slice(0, 40));
+  const shown = el.matches(".tabbed-set > input") ? el.parentElement.querySelector(":scope > .tabbed-labels")
+    : el.matches("input.md-option") ? el.nextElementSibling : el;
+  const box = shown.getBoundingClientRect();
+  if (!shown.checkVisibility() || box.width * box.height === 0) return `${name} takes a Tab stop but is not shown`;
+  const style = getComputedStyle(shown);
+  if (style.outlineStyle === "none" || parseFloat(style.outlineWidth) < 2)
+    return `${name} shows no focus ring (outline: ${style.outlineStyle} ${style.outlineWidth})`;
+  const rgba = colour => { const [r, g, b, a = 1] = colour.match(/[\d.]+/g).map(Number); return [r, g, b, a]; };
+  let behind = [255, 255, 255];  // the ancestors' backgrounds, composed from the page's up
+  const layers = [];
+  for (let node = shown.parentElement; node; node = node.parentElement) {
+    layers.unshift(getComputedStyle(node).backgroundColor);
+  }
+  for (const [r, g, b, a] of layers.map(rgba)) behind = [r, g, b].map((c, i) => c * a + behind[i] * (1 - a));
+  const luminance = rgb => rgb.map(c => (c /= 255) <= 0.04045 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4)
+    .reduce((sum, c, i) => sum + c * [0.2126, 0.7152, 0.0722][i], 0);
+  const [ring, back] = [luminance(rgba(style.outlineColor).slice(0, 3)), luminance(behind)];
+  const ratio = (Math.max(ring, back) + 0.05) / (Math.min(ring, back) + 0.05);
+  return ratio < minRatio ? `${name}: its focus ring ${style.outlineColor} is ${ratio.toFixed(2)}:1 against ` +
+    `rgb(${behind.map(Math.round)}) behind it` : "";
+}
+"""
+MIN_FOCUS_CONTRAST = 3  # WCAG 2.2 (1.4.11, 2.4.13)
+MAX_TAB_STOPS = 250  # more than any page has: the walk stops when focus leaves the page
+
+
+@pytest.mark.parametrize("url", ["setup/", "notebooks/code-part2/"])  # content tabs; notebook cells
+@pytest.mark.parametrize("scheme", ["default", "slate"])
+def test_every_tab_stop_shows_a_focus_ring(tab, url, scheme):
+    problems = open_page(tab, url)
+    tab.add_style_tag(content=NO_TRANSITIONS)
+    tab.evaluate(SET_PALETTE, scheme)
+    for _ in range(MAX_TAB_STOPS):
+        tab.keyboard.press("Tab")
+        found = tab.evaluate(FOCUS_RING, MIN_FOCUS_CONTRAST)
+        if found is None:  # past the last stop
+            break
+        if found and found not in problems:
+            problems.append(found)
+    else:
+        problems.append(f"still inside the page after {MAX_TAB_STOPS} Tab presses")
+    assert not problems, f"{url} in the {scheme} palette, pressing Tab:\n  " + "\n  ".join(problems)
+
+
 # ---------------------------------------------------------------------------
 # Search for the names readers type; the language switch and the palette toggle.
 
