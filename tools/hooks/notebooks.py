@@ -13,6 +13,7 @@
 import hashlib
 import html
 import importlib.metadata
+import itertools
 import re
 import shutil
 import sys
@@ -58,7 +59,9 @@ STYLE = re.compile(r"<style[^>]*>(.*?)</style>\s*", re.S)
 # A code cell's code, made a Material code block (<pre><code>): Material gives it the copy button of every other
 # page, with its announced "Copied" message, and a Tab stop when it scrolls sideways. mkdocs-jupyter's own
 # copy button (a faint icon, its text copy of the cell, its scripts) goes.
-CELL_CODE = re.compile(r'(<div class="highlight-ipynb[^"]*"><pre>)(.*?)</pre>', re.S)
+CELL_CODE = re.compile(r'(<div class="highlight-ipynb[^"]*">)<pre>(.*?)</pre>', re.S)
+# mkdocs-jupyter makes every cell and output a Tab stop: reading is not something to do with the keyboard.
+CELL_TAB_STOP = re.compile(r'(<div class="jp-[^"]*"[^>]*?) tabindex="0"')
 JUPYTER_COPY = re.compile(r'<div class="zeroclipboard-container">.*?</clipboard-copy>\s*</div>\s*'
                           r'|<div class="clipboard-copy-txt" id="[^"]*">.*?</div>\s*'
                           r"|<script>(?:(?!</script>).)*?clipboard-copy(?:(?!</script>).)*?</script>\s*", re.S)
@@ -140,7 +143,10 @@ def on_post_page(output: str, /, *, page: Page, config: MkDocsConfig) -> str:
         title_end = output.find("</h1>", output.find('<div class="jupyter-wrapper">')) + len("</h1>")
         output = output[:title_end] + _read_along(page, config) + output[title_end:]
     head, body = output.split("<body", 1)
-    body = CELL_CODE.sub(r"\1<code>\2</code></pre>", JUPYTER_COPY.sub("", body))
+    body = CELL_TAB_STOP.sub(r"\1", JUPYTER_COPY.sub("", body))
+    # Material names a code block after the nearest id, and a cell's (cell-id=cell-002) is no CSS selector.
+    number = itertools.count(1)
+    body = CELL_CODE.sub(lambda m: f'{m[1]}<pre id="cell-{next(number)}"><code>{m[2]}</code></pre>', body)
     css = used_rules(COMMENT.sub("", "\n".join(STYLE.findall(body))), set(CLASSES.findall(body)))
     name = f"assets/stylesheets/jupyter-{hashlib.sha256(css.encode()).hexdigest()[:12]}.css"
     target = Path(config.site_dir) / name
