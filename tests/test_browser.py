@@ -438,8 +438,9 @@ NO_TRANSITIONS = "*, *::before, *::after { transition: none !important; animatio
 SET_PALETTE = "scheme => document.body.setAttribute('data-md-color-scheme', scheme)"  # as the toggle does
 RUN_AXE = """async ([type, values]) => {
   const {violations} = await axe.run(document, {runOnly: {type, values}, resultTypes: ["violations"]});
+  const summary = node => node.failureSummary.replace(/^Fix (any|all) of the following:/, "").replace(/\\s+/g, " ");
   return violations.flatMap(rule => rule.nodes.map(node =>
-    `${rule.id} (${rule.impact}) at ${node.target.join(" ")}: ${node.failureSummary.replace(/\\s+/g, " ")}`));
+    `${rule.id} (${rule.impact}) at ${node.target.join(" ")}:${summary(node)}`));
 }"""
 
 
