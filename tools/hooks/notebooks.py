@@ -79,10 +79,9 @@ NOT_A_CLASS = re.compile(r"\([^()]*\)|\[[^\]]*\]")
 INSIDE_THE_PAGE = re.compile(r"\S\s+(?::root|html|body)\b")
 
 
-def used_rules(css: str, class_lists: set[str]) -> str:
-    """The rules of `css` whose selectors can match on the page: a selector that names a class no element
-    of the page has is left out, and so is a rule (or @media block) left with none. Other at-rules are kept."""
-    classes = {name for names in class_lists for name in names.split()}
+def used_rules(css: str, classes: set[str]) -> str:
+    """The rules of `css` whose selectors can match on a page with these classes: a selector that names
+    another class is left out, and so is a rule (or @media block) left with none. Other at-rules are kept."""
     kept, start = [], 0
     while (brace := css.find("{", start)) >= 0:
         end, depth = brace + 1, 1
@@ -95,7 +94,7 @@ def used_rules(css: str, class_lists: set[str]) -> str:
             kept.append(statements + ";")
             prelude = prelude.strip()
         if prelude.startswith(("@media", "@supports")):
-            if inner := used_rules(body, class_lists):
+            if inner := used_rules(body, classes):
                 kept.append(f"{prelude}{{{inner}}}")
         elif prelude.startswith("@"):
             kept.append(f"{prelude}{{{body}}}")
@@ -147,7 +146,8 @@ def on_post_page(output: str, /, *, page: Page, config: MkDocsConfig) -> str:
     # Material names a code block after the nearest id, and a cell's (cell-id=cell-002) is no CSS selector.
     number = itertools.count(1)
     body = CELL_CODE.sub(lambda m: f'{m[1]}<pre id="cell-{next(number)}"><code>{m[2]}</code></pre>', body)
-    css = used_rules(COMMENT.sub("", "\n".join(STYLE.findall(body))), set(CLASSES.findall(body)))
+    classes = {name for names in CLASSES.findall(body) for name in names.split()}
+    css = used_rules(COMMENT.sub("", "\n".join(STYLE.findall(body))), classes)
     name = f"assets/stylesheets/jupyter-{hashlib.sha256(css.encode()).hexdigest()[:12]}.css"
     target = Path(config.site_dir) / name
     if not target.exists():
