@@ -8,6 +8,8 @@ each diagram (its narrow variant) and plot shows whole inside the column with te
 and identifiers in tables break only after a dot, an underscore or a slash. Search, the language switch, the palette
 toggle's words and the published 404 page (under a sub-path) are used as a reader uses them; what Material's own
 JavaScript does (switching the palette, copying) is Material's to test.
+Every page passes axe-core (WCAG 2.2 A and AA, and best practices) in both palettes; on a page with content tabs
+and on a notebook, every Tab stop shows a focus ring that stands out from what lies behind it.
 `--screenshot on` (or `only-on-failure`) saves each page at 1280 and 390 px and each diagram light and dark under
 `--output` (off by default: they took more than half of this file's time).
 """
@@ -37,9 +39,9 @@ INSTALL_HINT = (
 )
 
 
-def cannot_run(reason: str):
+def cannot_run(reason: str, hint: str = INSTALL_HINT):
     """Skip the browser tests, saying why and what to do; under CI (CI=true), fail instead."""
-    message = f"the browser tests cannot run: {reason}. To run them, {INSTALL_HINT}"
+    message = f"the browser tests cannot run: {reason}. To run them, {hint}"
     if os.environ.get("CI") == "true":
         pytest.fail(message, pytrace=False)
     pytest.skip(message, allow_module_level=True)
@@ -497,6 +499,96 @@ def test_page_works_in_a_browser(tab, events, screenshots, source, url):
     tab.set_viewport_size(DESKTOP)
     screenshots(tab, failed=bool(problems))
     assert not problems, f"{url or 'index'} ({tab.url}):\n  " + "\n  ".join(problems)
+
+
+# ---------------------------------------------------------------------------
+# Accessibility: axe-core on every page in each palette (WCAG 2.0 to 2.2, A and AA, and axe's best
+# practices: named landmarks and dialogs, no empty table headers), Material's chrome included.
+
+AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"  # pinned in package.json; `npm ci` installs it
+AXE_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22a", "wcag22aa", "best-practice"]
+# In the dark palette, the rules whose result depends on the palette; the others gave the same in both.
+AXE_COLOUR_RULES = ["color-contrast", "link-in-text-block"]
+# Colours are measured once the palette has switched, not halfway through Material's transitions.
+NO_TRANSITIONS = "*, *::before, *::after { transition: none !important; animation: none !important; }"
+SET_PALETTE = "scheme => document.body.setAttribute('data-md-color-scheme', scheme)"  # as the toggle does
+RUN_AXE = """async ([type, values]) => {
+  const {violations} = await axe.run(document, {runOnly: {type, values}, resultTypes: ["violations"]});
+  const summary = node => node.failureSummary.replace(/^Fix (any|all) of the following:/, "").replace(/\\s+/g, " ");
+  return violations.flatMap(rule => rule.nodes.map(node =>
+    `${rule.id} (${rule.impact}) at ${node.target.join(" ")}:${summary(node)}`));
+}"""
+
+
+@pytest.fixture(scope="session")
+def axe_script() -> str:
+    if not AXE.exists():
+        cannot_run(f"axe-core is not installed ({AXE.relative_to(ROOT)} is missing)",
+                   "run `npm ci` in the repository (package-lock.json pins axe-core).")
+    return AXE.read_text()
+
+
+@pytest.mark.parametrize(("source", "url"), PAGES, ids=[url or "index" for _, url in PAGES])
+def test_page_passes_axe_in_both_palettes(tab, axe_script, source, url):
+    problems = open_page(tab, url)
+    tab.add_script_tag(content=axe_script)
+    tab.add_style_tag(content=NO_TRANSITIONS)
+    for scheme, rules in (("default", ["tag", AXE_TAGS]), ("slate", ["rule", AXE_COLOUR_RULES])):
+        tab.evaluate(SET_PALETTE, scheme)
+        problems += [f"{scheme} palette: {violation}" for violation in tab.evaluate(RUN_AXE, rules)]
+    assert not problems, f"axe-core on {url or 'index'} ({tab.url}):\n  " + "\n  ".join(problems)
+
+
+# Keyboard: each Tab stop shows a ring of 2 px or more, at least 3:1 against what lies behind it. Where the
+# focused element is hidden, the ring is on what shows it: a content tab's labels, the palette toggle's icon.
+FOCUS_RING = r"""
+minRatio => {
+  const el = document.activeElement;
+  if (!el || el === document.body) return null;
+  const name = `<${el.tagName.toLowerCase()} class="${el.getAttribute("class") || ""}"> ` + JSON.stringify(
+    (el.getAttribute("aria-label") || el.title || el.textContent).trim().replace(/\s+/g, " ").slice(0, 40));
+  const shown = el.matches(".tabbed-set > input") ? el.parentElement.querySelector(":scope > .tabbed-labels")
+    : el.matches("input.md-option") ? el.nextElementSibling : el;
+  const box = shown.getBoundingClientRect();
+  if (!shown.checkVisibility() || box.width * box.height === 0) return `${name} takes a Tab stop but is not shown`;
+  const style = getComputedStyle(shown);
+  if (style.outlineStyle === "none" || parseFloat(style.outlineWidth) < 2)
+    return `${name} shows no focus ring (outline: ${style.outlineStyle} ${style.outlineWidth})`;
+  const rgba = colour => { const [r, g, b, a = 1] = colour.match(/[\d.]+/g).map(Number); return [r, g, b, a]; };
+  let behind = [255, 255, 255];  // the ancestors' backgrounds, composed from the page's up
+  const layers = [];
+  for (let node = shown.parentElement; node; node = node.parentElement) {
+    layers.unshift(getComputedStyle(node).backgroundColor);
+  }
+  for (const [r, g, b, a] of layers.map(rgba)) behind = [r, g, b].map((c, i) => c * a + behind[i] * (1 - a));
+  const luminance = rgb => rgb.map(c => (c /= 255) <= 0.04045 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4)
+    .reduce((sum, c, i) => sum + c * [0.2126, 0.7152, 0.0722][i], 0);
+  const [ring, back] = [luminance(rgba(style.outlineColor).slice(0, 3)), luminance(behind)];
+  const ratio = (Math.max(ring, back) + 0.05) / (Math.min(ring, back) + 0.05);
+  return ratio < minRatio ? `${name}: its focus ring ${style.outlineColor} is ${ratio.toFixed(2)}:1 against ` +
+    `rgb(${behind.map(Math.round)}) behind it` : "";
+}
+"""
+MIN_FOCUS_CONTRAST = 3  # WCAG 2.2 (1.4.11, 2.4.13)
+MAX_TAB_STOPS = 250  # more than any page has: the walk stops when focus leaves the page
+
+
+@pytest.mark.parametrize("url", ["setup/", "notebooks/code-part2/"])  # content tabs; notebook cells
+@pytest.mark.parametrize("scheme", ["default", "slate"])
+def test_every_tab_stop_shows_a_focus_ring(tab, url, scheme):
+    problems = open_page(tab, url)
+    tab.add_style_tag(content=NO_TRANSITIONS)
+    tab.evaluate(SET_PALETTE, scheme)
+    for _ in range(MAX_TAB_STOPS):
+        tab.keyboard.press("Tab")
+        found = tab.evaluate(FOCUS_RING, MIN_FOCUS_CONTRAST)
+        if found is None:  # past the last stop
+            break
+        if found and found not in problems:
+            problems.append(found)
+    else:
+        problems.append(f"still inside the page after {MAX_TAB_STOPS} Tab presses")
+    assert not problems, f"{url} in the {scheme} palette, pressing Tab:\n  " + "\n  ".join(problems)
 
 
 # ---------------------------------------------------------------------------

@@ -97,7 +97,6 @@ ENGLISH = Edition("en", "English", "mkdocs.yml", ROOT / "docs", "", {
     "go_home": "Go to the home page",
     "contents": "Contents",
     "permalink": "Permanent link",  # a heading's link
-    "copy_cell": "Copy to clipboard",  # a notebook cell's copy button
     "code-part1": "Appendix A, code part 1: A.1 to A.8",  # the notebooks' titles
     "code-part2": "Appendix A, code part 2: A.9 GPU training",
     "exercise-solutions": "Appendix A, exercise solutions",
@@ -206,7 +205,6 @@ CHINESE = Edition("zh", "简体中文", "mkdocs.zh.yml", ROOT / "docs-zh", "zh/"
     "go_home": "回到首页",
     "contents": "目录",
     "permalink": "永久链接",
-    "copy_cell": "复制到剪贴板",
     "code-part1": "附录 A 代码，第 1 部分：A.1 至 A.8",
     "code-part2": "附录 A 代码，第 2 部分：A.9 GPU 训练",
     "exercise-solutions": "附录 A 练习参考答案",

@@ -4,8 +4,9 @@
   by the notebook and the plugin's options, not by mkdocs-jupyter's or nbconvert's version. Each edition gets
   its own folder in it, since a build evicts every entry it did not use.
 - Leave the notebooks out of the search index: the chapter pages index the same code.
-- Move the ~590 KB of CSS that mkdocs-jupyter inlines into every notebook page into one shared stylesheet,
-  drop the markup its own CSS hides, render the math to MathML, put its English words in the edition's,
+- Move the CSS that mkdocs-jupyter inlines into every notebook page (~590 KB) into a stylesheet, keeping only
+  the rules that can match on the page (~50 KB), drop the markup its own CSS hides, make each code cell a
+  Material code block (its copy button), render the math to MathML, put its English words in the edition's,
   and add a box with the chapters the cells come from.
 """
 
@@ -13,13 +14,13 @@ import base64
 import hashlib
 import html
 import importlib.metadata
+import itertools
 import logging
 import re
 import shutil
 import sys
 from functools import partial
 from pathlib import Path
-from urllib.parse import quote
 
 import latex2mathml.converter
 from mkdocs.config.defaults import MkDocsConfig
@@ -61,12 +62,55 @@ def on_page_content(html: str, /, *, page: Page, config: MkDocsConfig, files: Fi
 
 
 STYLE = re.compile(r"<style[^>]*>(.*?)</style>\s*", re.S)
-# mkdocs-jupyter repeats this 800-byte icon in every cell's copy button; CSS draws it once instead.
-COPY_ICON = re.compile(r'<svg aria-hidden="true" class="clipboard-copy-icon"[^>]*>(.*?)</svg>', re.S)
+# A code cell's code, made a Material code block (<pre><code>): Material gives it the copy button of every other
+# page, with its announced "Copied" message, and a Tab stop when it scrolls sideways. mkdocs-jupyter's own
+# copy button (a faint icon, its text copy of the cell, its scripts) goes.
+CELL_CODE = re.compile(r'(<div class="highlight-ipynb[^"]*">)<pre>(.*?)</pre>', re.S)
+# mkdocs-jupyter makes every cell and output a Tab stop: reading is not something to do with the keyboard.
+CELL_TAB_STOP = re.compile(r'(<div class="jp-[^"]*"[^>]*?) tabindex="0"')
+JUPYTER_COPY = re.compile(r'<div class="zeroclipboard-container">.*?</clipboard-copy>\s*</div>\s*'
+                          r'|<div class="clipboard-copy-txt" id="[^"]*">.*?</div>\s*'
+                          r"|<script>(?:(?!</script>).)*?clipboard-copy(?:(?!</script>).)*?</script>\s*", re.S)
 # Empty collapser handles, two per cell, that mkdocs-jupyter's own CSS hides (display: none).
 COLLAPSER = re.compile(r'<div class="jp-Collapser [^"]*">\s*</div>\s*')
 # mkdocs-jupyter's Mermaid loader imports the library from a CDN; the notebooks have no diagrams.
 CDN_MERMAID = re.compile(r'<script type="module">(?:(?!</script>).)*?cdnjs\.(?:(?!</script>).)*?</script>', re.S)
+
+# Nine tenths of mkdocs-jupyter's CSS styles JupyterLab's own interface, which a rendered notebook lacks.
+COMMENT = re.compile(r"/\*.*?\*/", re.S)
+CLASSES = re.compile(r'(?<=[\s"])class="([^"]*)"')
+# In a selector: what may hold a dot or a class that need not be on the page (:not(.x), [type="a.b"]).
+NOT_A_CLASS = re.compile(r"\([^()]*\)|\[[^\]]*\]")
+# mkdocs-jupyter scopes every selector to .jupyter-wrapper, its page-wide ones too, which then match nothing.
+INSIDE_THE_PAGE = re.compile(r"\S\s+(?::root|html|body)\b")
+
+
+def used_rules(css: str, classes: set[str]) -> str:
+    """The rules of `css` whose selectors can match on a page with these classes: a selector that names
+    another class is left out, and so is a rule (or @media block) left with none. Other at-rules are kept."""
+    kept, start = [], 0
+    while (brace := css.find("{", start)) >= 0:
+        end, depth = brace + 1, 1
+        while depth:
+            depth += {"{": 1, "}": -1}.get(css[end], 0)
+            end += 1
+        prelude, body = css[start:brace].strip(), css[brace + 1:end - 1]
+        if ";" in prelude:  # an @import or @charset before it, which has no block
+            statements, prelude = prelude.rsplit(";", 1)
+            kept.append(statements + ";")
+            prelude = prelude.strip()
+        if prelude.startswith(("@media", "@supports")):
+            if inner := used_rules(body, classes):
+                kept.append(f"{prelude}{{{inner}}}")
+        elif prelude.startswith("@"):
+            kept.append(f"{prelude}{{{body}}}")
+        elif selectors := [selector for selector in re.split(r",(?![^()]*\))", prelude)
+                           if set(re.findall(r"\.(-?[_a-zA-Z][\w-]*)", NOT_A_CLASS.sub("", selector))) <= classes
+                           and not INSIDE_THE_PAGE.search(selector)]:
+            kept.append(f"{','.join(selectors)}{{{body}}}")
+        start = end
+    return "\n".join(kept)
+
 
 CHAPTERS = {}  # src_uri -> (title, url), filled from the nav
 
@@ -115,19 +159,17 @@ def on_post_page(output: str, /, *, page: Page, config: MkDocsConfig) -> str:
     output = NOTEBOOK_MATH.sub(
         lambda m: latex2mathml.converter.convert(html.unescape(m[1] or m[2]).strip(), display="block"), output)
     words = editions.of(config).words  # mkdocs-jupyter's own English words, in the edition's
-    output = output.replace('aria-label="Copy to Clipboard"', f'aria-label="{words["copy_cell"]}"')
     output = NOTEBOOK_PLOT.sub(partial(_inline_plot, words), output)
     if Path(page.file.src_uri).stem in pages.NOTEBOOKS:  # under the title, the first heading inside it
         title_end = output.find("</h1>", output.find('<div class="jupyter-wrapper">')) + len("</h1>")
         output = output[:title_end] + _read_along(page, config) + output[title_end:]
     head, body = output.split("<body", 1)
-    css = "\n".join(STYLE.findall(body))
-    if icon := COPY_ICON.search(body):
-        svg = f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16">{icon[1]}</svg>'
-        mask = f'url("data:image/svg+xml,{quote(svg)}") center / 16px no-repeat'
-        css += (f"\n.jupyter-wrapper .clipboard-copy-icon{{display:inline-block;width:20px;height:20px;"
-                f"background-color:currentColor;-webkit-mask:{mask};mask:{mask}}}")
-        body = COPY_ICON.sub('<span aria-hidden="true" class="clipboard-copy-icon"></span>', body)
+    body = CELL_TAB_STOP.sub(r"\1", JUPYTER_COPY.sub("", body))
+    # Material names a code block after the nearest id, and a cell's (cell-id=cell-002) is no CSS selector.
+    number = itertools.count(1)
+    body = CELL_CODE.sub(lambda m: f'{m[1]}<pre id="cell-{next(number)}"><code>{m[2]}</code></pre>', body)
+    classes = {name for names in CLASSES.findall(body) for name in names.split()}
+    css = used_rules(COMMENT.sub("", "\n".join(STYLE.findall(body))), classes)
     name = f"assets/stylesheets/jupyter-{hashlib.sha256(css.encode()).hexdigest()[:12]}.css"
     target = Path(config.site_dir) / name
     if not target.exists():

@@ -385,7 +385,19 @@ EARLIER_CODE = re.compile(r'<details(?= class="example">\s*<summary>(?:%s)</summ
 def on_page_content(html: str, /, *, page: Page, config: MkDocsConfig, files: Files) -> str:
     html = _scripts_as_html(html, editions.of(config))
     html = WHOLE_SCRIPT.sub(r"\g<0> data-search-exclude", html)
+    html = ROW_NAMED_TABLE.sub(_row_headers, html)
     return EARLIER_CODE.sub("<details data-search-exclude", html)
+
+
+# A table with an empty corner names its rows in its first column: those cells are the rows' headers, and
+# the corner an empty data cell (an empty header names nothing, and screen readers announce it).
+ROW_NAMED_TABLE = re.compile(r"<table>\s*<thead>\s*<tr>\s*<th></th>.*?</table>", re.S)
+FIRST_CELL = re.compile(r"(<tr>\s*)<td([^>]*)>(.*?)</td>", re.S)
+
+
+def _row_headers(table: re.Match) -> str:
+    head, body = table[0].replace("<th></th>", "<td></td>", 1).split("<tbody>", 1)
+    return head + "<tbody>" + FIRST_CELL.sub(r'\1<th scope="row"\2>\3</th>', body)
 
 
 def on_page_context(context: dict, /, *, page: Page, config: MkDocsConfig, nav: Navigation) -> dict:
