@@ -281,14 +281,18 @@ def read_snapshot(path, model, optimizer, epochs):
 
 
 # ---- Atomic saving: a crash while saving leaves the old file whole ----
+SAVING = threading.Lock()  # held while a file is written (see exit_with_parent)
+
+
 def save_atomically(obj, path):  # a temporary file, then a rename
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        torch.save(obj, temporary)
-        os.replace(temporary, path)
-    finally:
-        temporary.unlink(missing_ok=True)  # after a failed write
+    with SAVING:
+        try:
+            torch.save(obj, temporary)
+            os.replace(temporary, path)
+        finally:
+            temporary.unlink(missing_ok=True)  # after a failed write
 
 
 # ---- Restarts: every attempt meets in keys of its own ----
@@ -310,7 +314,8 @@ def exit_with_parent():  # within a second, even if the agent was killed
     parent = os.getppid()
     while os.getppid() == parent:
         time.sleep(0.5)
-    os._exit(1)
+    with SAVING:  # never halfway through a save (a temporary file left)
+        os._exit(1)
 
 
 # ---- Bad input: one sentence, before any work ----
