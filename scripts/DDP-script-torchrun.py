@@ -281,7 +281,7 @@ def read_snapshot(path, model, optimizer, epochs):
 
 
 # ---- Atomic saving: a crash while saving leaves the old file whole ----
-SAVING = threading.Lock()  # held while a file is written (see exit_with_parent)
+SAVING = threading.Lock()  # held while writing (see exit_with_parent)
 
 
 def save_atomically(obj, path):  # a temporary file, then a rename
