@@ -143,10 +143,9 @@ NOTEBOOK_MATH = re.compile(r"\$\$(.+?)\$\$|\\\[(.+?)\\\]", re.S)
 NOTEBOOK_PLOT = re.compile(r'<img [^>]*?src="data:image/svg\+xml;base64,([A-Za-z0-9+/=]+)"[^>]*>')
 
 
-def _inline_plot(words: dict, match: re.Match) -> str:
+def _inline_plot(words: dict, recorded: dict[str, str], match: re.Match) -> str:
     svg = base64.b64decode(match[1]).decode()
-    key = next((f"{plot.parent.name}:{plot.stem}" for plot in OUTPUTS.glob("*/*.svg") if plot.read_text() == svg), None)
-    if key is None:
+    if (key := recorded.get(svg)) is None:
         log.warning("a notebook shows a plot that is not recorded (snippets/outputs/*/*.svg); run `make outputs`")
         return match[0]
     caption = html.escape(words[f"plot:{key}"], quote=True)
@@ -159,7 +158,8 @@ def on_post_page(output: str, /, *, page: Page, config: MkDocsConfig) -> str:
     output = NOTEBOOK_MATH.sub(
         lambda m: latex2mathml.converter.convert(html.unescape(m[1] or m[2]).strip(), display="block"), output)
     words = editions.of(config).words  # mkdocs-jupyter's own English words, in the edition's
-    output = NOTEBOOK_PLOT.sub(partial(_inline_plot, words), output)
+    recorded = {plot.read_text(): f"{plot.parent.name}:{plot.stem}" for plot in OUTPUTS.glob("*/*.svg")}
+    output = NOTEBOOK_PLOT.sub(partial(_inline_plot, words, recorded), output)
     if Path(page.file.src_uri).stem in pages.NOTEBOOKS:  # under the title, the first heading inside it
         title_end = output.find("</h1>", output.find('<div class="jupyter-wrapper">')) + len("</h1>")
         output = output[:title_end] + _read_along(page, config) + output[title_end:]
