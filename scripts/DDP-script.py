@@ -10,10 +10,10 @@ import argparse
 import signal
 import socket
 import sys
+import tempfile
 from pathlib import Path
 
 import torch
-import torch.distributed as dist
 import torch.nn.functional as F
 from torch.utils.data import Dataset, DataLoader
 
@@ -130,7 +130,6 @@ def prepare_dataset():
         dataset=test_ds,
         batch_size=2,
         shuffle=False,
-        sampler=DistributedSampler(test_ds, shuffle=False),
     )
     return train_loader, test_loader
 
@@ -141,7 +140,7 @@ def main(rank, world_size, num_epochs, save):
     backend = ddp_setup(rank, world_size)  # NEW: initialize process groups
     try:
         cuda = torch.cuda.is_available()
-        device = torch.device("cuda", rank) if cuda else torch.device("cpu")
+        device = rank if cuda else "cpu"
         if rank == 0:
             print(f"Training on {world_size} processes with {backend}")
         train_loader, test_loader = prepare_dataset()
@@ -159,8 +158,7 @@ def main(rank, world_size, num_epochs, save):
             train_loader.sampler.set_epoch(epoch)
 
             model.train()
-            lines = []  # printed by rank 0, in rank order, after the epoch
-            for batch_idx, (features, labels) in enumerate(train_loader):
+            for features, labels in train_loader:
 
                 features, labels = features.to(device), labels.to(device)
                 logits = model(features)
@@ -171,19 +169,16 @@ def main(rank, world_size, num_epochs, save):
                 optimizer.step()
 
                 # LOGGING
-                lines.append(
-                    f"[rank {rank}] Epoch: {epoch+1:03d}/{num_epochs:03d}"
-                    f" | Batch {batch_idx+1:03d}/{len(train_loader):03d}"
-                    f" | Batchsize {labels.shape[0]:03d}"
-                    f" | Train Loss: {loss:.2f}")
-            print_in_rank_order(lines)
+                print(f"[rank {rank}] Epoch: {epoch+1:03d}/{num_epochs:03d}"
+                      f" | Batchsize {labels.shape[0]:03d}"
+                      f" | Train/Val Loss: {loss:.2f}")
 
         model.eval()
 
-        train_acc = compute_accuracy(model.module, train_loader, device)
-        test_acc = compute_accuracy(model.module, test_loader, device)
-        print_in_rank_order([f"[rank {rank}] Training accuracy {train_acc:.4f}"
-                             f" | Test accuracy {test_acc:.4f}"])
+        train_acc = compute_accuracy(model, train_loader, device=device)
+        print(f"[rank {rank}] Training accuracy", train_acc)
+        test_acc = compute_accuracy(model, test_loader, device=device)
+        print(f"[rank {rank}] Test accuracy", test_acc)
         if save and rank == 0:  # every rank holds the same weights
             torch.save(model.module.state_dict(), save)
     finally:
@@ -209,13 +204,6 @@ def compute_accuracy(model, dataloader, device):
     return (correct / total_examples).item()
 
 
-def print_in_rank_order(lines):  # rank 0 gathers every rank's lines
-    gathered = [None] * dist.get_world_size() if dist.get_rank() == 0 else None
-    dist.gather_object(lines, gathered, dst=0)
-    if gathered:
-        print("\n".join(sum(gathered, [])), flush=True)
-
-
 def parse_args():  # a bad value stops here, in one sentence
     parser = argparse.ArgumentParser(description="Train with DDP.")
     add = parser.add_argument
@@ -226,7 +214,7 @@ def parse_args():  # a bad value stops here, in one sentence
     gpus = torch.cuda.device_count()
     if args.world_size is None:
         args.world_size = gpus or 2
-    if not 1 <= args.world_size <= 8:  # so that every rank has test data
+    if not 1 <= args.world_size <= 8:  # as the book's factor = 4 allows
         parser.error(f"--world-size {args.world_size}: the toy data is made"
                      " for 1 to 8 processes.")
     if gpus and args.world_size > gpus:
@@ -243,7 +231,19 @@ def parse_args():  # a bad value stops here, in one sentence
                          " or not a port number; choose a free port (1 to"
                          " 65535), or unset MASTER_PORT to get one.")
         os.environ.setdefault("MASTER_PORT", str(s.getsockname()[1]))
+    if args.save:
+        check_path(parser, "--save", args.save)
     return args
+
+
+def check_path(parser, option, path):  # now, not after training
+    try:
+        if path.is_dir() or not path.parent.is_dir():
+            raise OSError
+        tempfile.TemporaryFile(dir=path.parent).close()
+    except OSError:
+        parser.error(f"{option} {path} cannot be written: give a file name"
+                     " in a folder that exists and that you can write to.")
 
 
 def stop(signum, frame):  # Ctrl-C or SIGTERM: end every rank, then exit

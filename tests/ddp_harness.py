@@ -24,7 +24,7 @@ import torch.nn.functional as F
 from torch.utils.data import DataLoader
 from torch.utils.data.distributed import DistributedSampler
 
-from tools.runner import FAULT_INJECTION, SCRIPT_RUNS, kill_group, session
+from tools.runner import FAULT_INJECTION, SCRIPT_RUNS, in_rank_order, kill_group, session
 from tools.runner import ddp_environment as environment
 from tools.sections import ROOT
 from tools.store import SCRIPT_OUTPUTS, compare_text, patterns_of, varying_patterns
@@ -183,7 +183,8 @@ def assert_recorded(job, name):
     path = SCRIPT_OUTPUTS / name
     assert path.exists(), f"{path.relative_to(ROOT)} is missing; record it with `make outputs`."
     patterns = patterns_of(f"scripts:{Path(name).stem}", varying_patterns())
-    diff = compare_text(path.read_text(), job.stdout if run.stream == "stdout" else job.stderr, patterns, name)
+    printed = in_rank_order(job.stdout) if run.stream == "stdout" else job.stderr
+    diff = compare_text(path.read_text(), printed, patterns, name)
     assert diff is None, (f"{path.relative_to(ROOT)} differs from what `{run.command}` prints now; if the "
                           f"change is intended, re-record it with `make outputs`:\n{diff}")
 

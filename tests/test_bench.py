@@ -36,7 +36,7 @@ def test_committed_figures_are_those_bench_json_renders(tmp_path):
     (tmp_path / "measured").mkdir()
     render(json.loads((ROOT / "measured" / "bench.json").read_text()), tmp_path)  # README from the repository
     for suffix, docs in [(".md", "docs"), (".zh.md", "docs-zh")]:  # the two editions
-        for page, figures in {"a9-gpu-training.md": "matmul", "a9-multi-gpu-training.md": "ddp"}.items():
+        for page, figures in {"a9-gpu-training.md": "matmul", "a9-ddp-in-practice.md": "ddp"}.items():
             rendered = f"measured/{figures}{suffix}"
             assert (tmp_path / rendered).read_text() == (ROOT / rendered).read_text()
             assert f'--8<-- "{rendered}"' in (ROOT / docs / page).read_text()

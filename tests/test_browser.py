@@ -592,6 +592,31 @@ def test_every_tab_stop_shows_a_focus_ring(tab, url, scheme):
 
 
 # ---------------------------------------------------------------------------
+# The A.9.3 pages stay short enough to read on a phone: the book's scripts first, ours folded away.
+
+PHONE_SCREENS = 12  # the most an A.9.3 page may take, every collapsible closed
+LENGTH = """() => {
+  document.querySelectorAll("details[open]").forEach(d => { d.open = false; });
+  const list = document.querySelector(".script-changes");
+  return [document.documentElement.scrollHeight, list ? list.getBoundingClientRect().height : 0];
+}"""
+
+
+@pytest.mark.parametrize("url", [f"{edition.prefix}{page}/" for edition in EDITIONS.values()
+                                 for page in ("a9-multi-gpu-training", "a9-ddp-in-practice")])
+def test_a93_pages_fit_a_phone(tab, url):
+    tab.set_viewport_size(PHONE)
+    problems = open_page(tab, url)
+    height, changes = tab.evaluate(LENGTH)
+    screens = PHONE["height"]
+    if height > PHONE_SCREENS * screens:
+        problems.append(f"{height / screens:.1f} phone screens long, more than {PHONE_SCREENS}")
+    if changes > screens:
+        problems.append(f"the list of what our scripts change takes {changes / screens:.1f} phone screens, not one")
+    assert not problems, f"{url} at {PHONE['width']} × {screens} px:\n  " + "\n  ".join(problems)
+
+
+# ---------------------------------------------------------------------------
 # Search for the names readers type; the language switch and the palette toggle.
 
 def search_finds(tab, query: str, page_url: str) -> list[str]:

@@ -367,6 +367,10 @@ WARNINGS = {  # problems the build reports as warnings, which --strict turns int
         lambda repo: _change_code(repo / "snippets/a6_data_loaders.py", "shuffled_batches"),
         ["snippets/a6_data_loaders.py, section 'shuffled_batches'", "changed since its output was recorded",
          "make outputs"]),
+    "a part of the book's DDP script left out of A.9.3": (
+        lambda repo: (repo / "docs/a9-multi-gpu-training.md").write_text(
+            (repo / "docs/a9-multi-gpu-training.md").read_text().replace("<!-- book's DDP-script.py: main -->", "")),
+        ["a9-multi-gpu-training.md leaves out the book's parts", "'main'"]),
     "a recorded output deleted": (
         lambda repo: (repo / "snippets/outputs/a2_tensors/shape.txt").unlink(),
         ["snippets/a2_tensors.py, section 'shape'", "recorded output is missing", "make outputs"]),

@@ -56,9 +56,11 @@ ENGLISH = Edition("en", "English", "mkdocs.yml", ROOT / "docs", "", {
     "book_cells": "Book · {notebook}, cells {cells}",
     "changed": " · changed, see the note below",
     "ours": "Ours · {adds}",
-    # The DDP scripts on A.9.3: the book's listing, and ours as diffs (tools/script_diff.py).
-    "book_script": "Book · {script}",
-    "whole_listing": "the whole listing",
+    # The DDP scripts on A.9.3: the book's parts, its torchrun script's changes, ours as diffs
+    # (tools/script_diff.py).
+    "book_script": "Book · {script} · {parts}",
+    "book_torchrun_diff": "Book · DDP-script-torchrun.py, as a diff of DDP-script.py · {parts}",
+    "colon": ": ",
     "the_books": "the book's",
     "script_diff": "{script}: {part}, as a diff of {base}",
     "script_same": "Unchanged from {base}: {parts}.",
@@ -170,8 +172,9 @@ CHINESE = Edition("zh", "简体中文", "mkdocs.zh.yml", ROOT / "docs-zh", "zh/"
     "book_cells": "书中 · {notebook}，第 {cells} 个单元格",
     "changed": " · 有改动，见下方说明",
     "ours": "本站 · {adds}",
-    "book_script": "书中 · {script}",
-    "whole_listing": "完整代码",
+    "book_script": "书中 · {script} · {parts}",
+    "book_torchrun_diff": "书中 · DDP-script-torchrun.py 与 DDP-script.py 的差异 · {parts}",
+    "colon": "：",
     "the_books": "书中",
     "script_diff": "{script}：{part}，与{base}的差异",
     "script_same": "与{base}相同：{parts}。",

@@ -22,7 +22,7 @@ from pathlib import Path
 import torch
 
 from tools import record
-from tools.runner import FULL_ACCURACY
+from tools.runner import in_rank_order, trained_fully
 from tools.runner import ddp_environment as environment
 from tools.sections import ROOT
 from tools.store import SCRIPT_OUTPUTS
@@ -36,7 +36,7 @@ def train(backend, world_size, save, env):
     result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     if result.returncode != 0:
         sys.exit(f"gpu-check: the {backend} run failed (exit status {result.returncode}):\n{result.stderr}")
-    return result.stdout
+    return in_rank_order(result.stdout)
 
 
 def check_ddp_with_nccl():
@@ -49,7 +49,7 @@ def check_ddp_with_nccl():
     with tempfile.TemporaryDirectory() as tmp:
         nccl = train("nccl", world_size, Path(tmp) / "nccl.pt", gpu_env)
         train("gloo", world_size, Path(tmp) / "gloo.pt", environment())  # on the CPU
-        if "with nccl" not in nccl or not nccl.rstrip().endswith(FULL_ACCURACY):
+        if "with nccl" not in nccl or not trained_fully(nccl, world_size):
             sys.exit(f"gpu-check: the NCCL run did not train to full accuracy:\n{nccl}")
         nccl_weights = torch.load(Path(tmp) / "nccl.pt", map_location="cpu", weights_only=True)
         gloo_weights = torch.load(Path(tmp) / "gloo.pt", map_location="cpu", weights_only=True)

@@ -97,8 +97,25 @@ def in_both_palettes(svg: str) -> str:
 # The DDP scripts' runs
 
 SCRIPT_TIME_LIMIT = 300  # seconds for one run; past it its process group is killed
-# What every rank of a DDP run that trained prints last, after its rank: its shards' accuracy.
-FULL_ACCURACY = "Training accuracy 1.0000 | Test accuracy 1.0000"
+RANK_LINE = re.compile(r"\[rank (\d+)\] ")
+
+
+def in_rank_order(stdout: str) -> str:
+    """A DDP run's lines with each rank's together, rank after rank, each in the order it printed them;
+    lines of no rank first. The ranks print at the same time, so a terminal shows them interleaved, and
+    differently on every run: the pages show a run this way, and say so. torchrun starts its ranks
+    unbuffered, and `print` writes a line and its newline apart: another rank's line can fall between."""
+    def rank(line):
+        return int(match[1]) if (match := RANK_LINE.match(line)) else -1
+    lines = re.sub(r"(?<=.)(?=\[rank \d+\] )", "\n", stdout).splitlines(keepends=True)
+    return "".join(sorted((line for line in lines if line.strip()), key=rank))
+
+
+def trained_fully(stdout: str, world_size: int) -> bool:
+    """Whether every rank of a DDP run printed the accuracy lines of a model that learned the toy data."""
+    stdout = in_rank_order(stdout)
+    return all(f"[rank {rank}] {data} accuracy 1.0\n" in stdout
+               for rank in range(world_size) for data in ("Training", "Test"))
 
 
 @dataclass(frozen=True)
@@ -118,9 +135,6 @@ class ScriptRun:
 FAULT_INJECTION = ROOT / "scripts" / "fault-injection"
 SCRIPT_RUNS = {
     "DDP-script.txt": ScriptRun("python scripts/DDP-script.py", ("scripts/DDP-script.py",)),
-    "DDP-script-torchrun.txt": ScriptRun(
-        "torchrun --standalone --nproc_per_node=2 scripts/DDP-script-torchrun.py",
-        ("-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "scripts/DDP-script-torchrun.py")),
     "DDP-script-fault-kill.txt": ScriptRun(
         "PYTHONPATH=scripts/fault-injection FAULT=kill python scripts/DDP-script.py",
         ("scripts/DDP-script.py",), stream="stderr", status=1,
@@ -130,9 +144,10 @@ SCRIPT_RUNS = {
 
 def ddp_environment(**extra) -> dict:
     """The caller's environment on the CPU, without what would steer a DDP launch: the same
-    recording on every machine."""
+    recording on every machine. PYTHONUNBUFFERED would make each rank write a line in two pieces,
+    which the other ranks' lines can split."""
     steering = {"MASTER_ADDR", "MASTER_PORT", "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE",
-                "GROUP_RANK", "USE_LIBUV", "OMP_NUM_THREADS", "PYTHONPATH"}
+                "GROUP_RANK", "USE_LIBUV", "OMP_NUM_THREADS", "PYTHONPATH", "PYTHONUNBUFFERED"}
     env = {k: v for k, v in os.environ.items()
            if k not in steering and not k.startswith(("TORCHELASTIC_", "TORCH_DISABLE_SHARE"))}
     return {**env, "CUDA_VISIBLE_DEVICES": "", **extra}
@@ -153,4 +168,4 @@ def run_script(name: str) -> str:
     if child.returncode != run.status:
         raise RecordingError(f"`{run.command}` exited with status {child.returncode}, not {run.status}. "
                              f"Its standard error:\n{stderr}")
-    return stdout if run.stream == "stdout" else stderr
+    return in_rank_order(stdout) if run.stream == "stdout" else stderr

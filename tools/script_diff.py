@@ -1,10 +1,12 @@
-"""Our DDP scripts as diffs of their bases: DDP-script.py of the book's (pinned in tests/upstream/), and
-DDP-script-torchrun.py of our DDP-script.py, as the book shows its torchrun script.
+"""The DDP scripts part by part, and each as a diff of its base: our DDP-script.py of the book's (pinned in
+tests/upstream/), our DDP-script-torchrun.py of our DDP-script.py, and the book's DDP-script-torchrun.py of
+the book's DDP-script.py, as the book itself builds its torchrun script.
 
 A script's parts are its top-level statements, found with `ast` (no markers in the scripts): the imports
 together, each function and class by its name, the `__main__` block; the comments above a statement belong
 to it. The parts are matched by name. Each part that differs has its reason, declared once in
-snippets/script_differences.toml as [SCRIPT.PART] (SCRIPT without .py) with `reason` and `reason_zh`;
+snippets/script_differences.toml as [SCRIPT.PART] (SCRIPT without .py) with a one-line `summary` and a
+`reason`, each in both languages (`summary_zh`, `reason_zh`);
 tests/test_ddp_scripts.py fails on a changed part without a reason and on a reason for a part that no
 longer differs.
 """
@@ -49,30 +51,67 @@ class Part:
 
 
 def compare(script: str) -> list[Part]:
-    """The parts of scripts/SCRIPT and of its base in one order: ours, with a part only the base has
+    """scripts/SCRIPT against its base, part by part."""
+    return compare_code(BASES[script].read_text(), (SCRIPTS / script).read_text())
+
+
+def compare_book_torchrun() -> list[Part]:
+    """The book's DDP-script-torchrun.py against the book's DDP-script.py, part by part."""
+    return compare_code((BOOK / "DDP-script.py").read_text(), (BOOK / "DDP-script-torchrun.py").read_text())
+
+
+def compare_code(base_code: str, code: str) -> list[Part]:
+    """The parts of `code` and of `base_code` in one order: the new one's, with a part only the base has
     where the base has it."""
-    ours, base = parts((SCRIPTS / script).read_text()), parts(BASES[script].read_text())
+    ours, base = parts(code), parts(base_code)
     order = list(ours)
     for index, name in enumerate(base):
         if name not in ours:
             before = [n for n in list(base)[:index] if n in order]
             order.insert(order.index(before[-1]) + 1 if before else 0, name)
-    compared = []
-    for name in order:
-        old, new = base.get(name, "").splitlines(), ours.get(name, "").splitlines()
-        # One hunk with the whole part as its context, without its three header lines
-        diff = list(difflib.unified_diff(old, new, n=len(old) + len(new), lineterm=""))[3:]
-        compared.append(Part(name, diff))
-    return compared
+    return [Part(name, diff_lines(base.get(name, "").splitlines(), ours.get(name, "").splitlines()))
+            for name in order]
+
+
+def diff_lines(old: list[str], new: list[str]) -> list[str]:
+    """The whole of `new` as a diff of `old`, blind to changes of whitespace alone: a line that was only
+    indented anew is shown once, unchanged, as it is now. Empty if nothing else changed."""
+    def words(lines):
+        return [" ".join(line.split()) for line in lines]
+    if words(old) == words(new):
+        return []
+    matcher = difflib.SequenceMatcher(None, words(old), words(new), autojunk=False)
+    diff = []
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            diff += [" " + line for line in new[j1:j2]]
+        else:
+            diff += ["-" + line for line in old[i1:i2]] + ["+" + line for line in new[j1:j2]]
+    return diff
+
+
+def hunks(diff: list[str], context: int = 2) -> list[str]:
+    """Only the changed lines of `diff` and `context` lines around them; "..." where lines are left out."""
+    changed = [i for i, line in enumerate(diff) if line[0] != " "]
+    keep = sorted({j for i in changed for j in range(i - context, i + context + 1) if 0 <= j < len(diff)})
+    shown = []
+    for previous, index in zip([-1, *keep], keep):
+        if index != previous + 1:
+            shown.append(" ...")
+        shown.append(diff[index])
+    return shown + ([" ..."] if keep and keep[-1] < len(diff) - 1 else [])
 
 
 @cache
 def reasons() -> dict[str, dict[str, dict[str, str]]]:
-    """{script: {part: {language: reason}}}; ValueError naming the entry if one is malformed."""
-    declared = {}
+    """{script: {part: {language: {"summary": ..., "reason": ...}}}}; ValueError naming the entry if one is
+    malformed."""
+    declared, keys = {}, ("summary", "summary_zh", "reason", "reason_zh")
     for stem, entries in tomllib.loads(DECLARED.read_text()).items():
         for name, entry in entries.items():
-            if not (isinstance(entry, dict) and entry.get("reason") and entry.get("reason_zh")):
-                raise ValueError(f"{DECLARED.name}, [{stem}.{name}]: give reason and reason_zh")
-            declared.setdefault(f"{stem}.py", {})[name] = {"en": entry["reason"], "zh": entry["reason_zh"]}
+            if not (isinstance(entry, dict) and all(entry.get(key) for key in keys)):
+                raise ValueError(f"{DECLARED.name}, [{stem}.{name}]: give {', '.join(keys)}")
+            declared.setdefault(f"{stem}.py", {})[name] = {
+                language: {"summary": entry["summary" + suffix], "reason": entry["reason" + suffix]}
+                for language, suffix in (("en", ""), ("zh", "_zh"))}
     return declared

@@ -298,55 +298,82 @@ def _repository_line(config, edition) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
-# The DDP scripts as diffs of their bases (tools/script_diff.py), each changed part with its reason, and the
-# book's listing collapsed. Written as HTML once the page is rendered: a highlighted block without a line
-# anchor per line, so that the pages stay light on a phone.
+# The DDP scripts on the A.9.3 pages (tools/script_diff.py), written as HTML once the page is rendered: a
+# highlighted block without a line anchor per line, so that the pages stay light on a phone.
+#   <!-- book's DDP-script.py: PART, PART -->          the book's parts, one block
+#   <!-- book's DDP-script.py, folded: PART, PART -->  the same, collapsed
+#   <!-- book's DDP-script-torchrun.py as a diff: PART --> the book's change to the part (and lines around it)
+#   <!-- diff of SCRIPT -->                            ours: a list of the changed parts, each opening its diff
+# Every part of the book's DDP-script.py, and every part its torchrun script changes, is shown once.
 
-BOOK_LISTING = "<!-- book's {script} -->"  # where a page shows the book's script, collapsed
+BOOK_MARK = re.compile(r"<!-- book's (DDP-script(?:-torchrun)?\.py)(, folded| as a diff)?: ([\w, ]+) -->")
 
 
 def _code_html(code: str, language: str, title: str) -> str:
     """A code block as Material renders one with a title, without line spans and anchors; out of the search
-    index, as the whole scripts are (the reasons under the diffs are indexed)."""
+    index, as the whole scripts are (the prose around them is indexed)."""
     tokens = pygments.highlight(code, pygments.lexers.get_lexer_by_name(language),
                                 pygments.formatters.HtmlFormatter(nowrap=True))
     return (f'<div class="language-{language} highlight" data-search-exclude>'
             f'<span class="filename">{escape(title)}</span><pre><span></span><code>{tokens}</code></pre></div>')
 
 
-def _scripts_as_html(content: str, edition) -> str:
-    words = edition.words
+def _folded(summary: str, body: str) -> str:
+    return f"<details data-search-exclude><summary>{summary}</summary>{body}</details>"
+
+
+def _scripts_as_html(content: str, page: str, edition) -> str:
+    words, shown = edition.words, []
+
+    def book_parts(match):
+        script, how, names = match[1], match[2], [name.strip() for name in match[3].split(",")]
+        shown.extend((script, name) for name in names)
+        title = words["book_script"].format(script=script, parts=", ".join(names))
+        if how == " as a diff":
+            changed = {part.name: part.diff for part in script_diff.compare_book_torchrun()}
+            diff = "\n".join(line for name in names for line in script_diff.hunks(changed.get(name, []), context=1))
+            return _code_html(diff, "diff", words["book_torchrun_diff"].format(parts=", ".join(names)))
+        code = script_diff.parts((script_diff.BOOK / script).read_text())
+        block = _code_html("\n\n\n".join(code.get(name, "") for name in names), "python", title)
+        return _folded(escape(title), block) if how == ", folded" else block
+
+    content = BOOK_MARK.sub(book_parts, content)
+    if shown:
+        wanted = {("DDP-script.py", name) for name in script_diff.parts((script_diff.BOOK / "DDP-script.py")
+                                                                        .read_text())}
+        if any(script == "DDP-script-torchrun.py" for script, _ in shown):
+            wanted |= {("DDP-script-torchrun.py", p.name) for p in script_diff.compare_book_torchrun() if p.diff}
+        if missing := sorted(wanted - set(shown)):
+            log.warning(f"{page} leaves out the book's parts {missing}; show each with <!-- book's ... -->")
+        if twice := sorted({entry for entry in shown if shown.count(entry) > 1 or entry not in wanted}):
+            log.warning(f"{page} shows the book's parts {twice} twice, or parts that do not exist or differ")
     for script in script_diff.BASES:
         if (mark := script_diff.MARK.format(script=script)) in content:
             content = content.replace(mark, _script_diff(script, edition))
-        if (mark := BOOK_LISTING.format(script=script)) in content:
-            title = words["book_script"].format(script=script)
-            listing = _code_html((script_diff.BOOK / script).read_text(), "python", title)
-            content = content.replace(mark, f'<details class="quote" data-search-exclude><summary>{title} '
-                                            f"({words['whole_listing']})</summary>{listing}</details>")
     return content
 
 
 def _script_diff(script: str, edition) -> str:
+    """Ours as a list: a line for each changed part, which opens the part's diff and the reason."""
     words, language = edition.words, edition.language
     base_file = script_diff.BASES[script]
     base = words["the_books"] if base_file.parent == script_diff.BOOK else base_file.name
-    reasons, blocks = script_diff.reasons().get(script, {}), []
+    reasons, items = script_diff.reasons().get(script, {}), []
     compared = script_diff.compare(script)
-    if same := [f"<code>{part.name}</code>" for part in compared if not part.diff]:
-        blocks.append(f"<p>{words['script_same'].format(base=base, parts=', '.join(same))}</p>")
     for part in compared:
         if not part.diff:
             continue
         if part.name not in reasons:
             log.warning(f"{script_diff.DECLARED.name}: the part {part.name} of scripts/{script} differs "
                         f"without a reason; declare one as [{script[:-3]}.{part.name}]")
+        declared = reasons.get(part.name, {}).get(language, {"summary": "", "reason": ""})
         title = words["ours"].format(adds=words["script_diff"].format(script=script, part=part.name, base=base))
-        reason = render_markdown(book.ISSUE.sub(lambda m: f"[{m[0]}]({book.ISSUES}{m[1]})",
-                                                reasons.get(part.name, {}).get(language, "")))
-        blocks.append(_code_html("\n".join(part.diff), "diff", title)
-                      + f'<div class="admonition note"><p class="admonition-title">{words["why"]}</p>{reason}</div>')
-    return "\n".join(blocks)
+        reason = render_markdown(book.ISSUE.sub(lambda m: f"[{m[0]}]({book.ISSUES}{m[1]})", declared["reason"]))
+        summary = render_markdown(f"`{part.name}`{words['colon']}{declared['summary']}")[3:-4]  # without <p>
+        items.append(_folded(summary, reason + _code_html("\n".join(part.diff), "diff", title)))
+    same = ", ".join(f"<code>{part.name}</code>" for part in compared if not part.diff)
+    return (f'<div class="script-changes">{"".join(items)}</div>'
+            + (f"<p>{words['script_same'].format(base=base, parts=same)}</p>" if same else ""))
 
 
 def on_page_markdown(markdown: str, /, *, page: Page, config: MkDocsConfig, files: Files) -> str:
@@ -377,13 +404,14 @@ def on_page_markdown(markdown: str, /, *, page: Page, config: MkDocsConfig, file
 # preview instead of the page's own text; the sections that explain the names stay indexed.
 
 # A code block titled with a script's path alone (a section of a script has "path: section").
-WHOLE_SCRIPT = re.compile(r'<div class="language-\w+ highlight"(?=><span class="filename">scripts/[\w.-]+</span>)')
+WHOLE_SCRIPT = re.compile(r'<div class="language-\w+ highlight"(?=><span class="filename">(?:scripts/[\w.-]+|'
+                          r'[\w.-]+\.sbatch)</span>)')
 EARLIER_CODE = re.compile(r'<details(?= class="example">\s*<summary>(?:%s)</summary>)' % "|".join(
     re.escape(edition.words["earlier_code"]) for edition in editions.EDITIONS.values()))
 
 
 def on_page_content(html: str, /, *, page: Page, config: MkDocsConfig, files: Files) -> str:
-    html = _scripts_as_html(html, editions.of(config))
+    html = _scripts_as_html(html, page.file.src_uri, editions.of(config))
     html = WHOLE_SCRIPT.sub(r"\g<0> data-search-exclude", html)
     html = ROW_NAMED_TABLE.sub(_row_headers, html)
     return EARLIER_CODE.sub("<details data-search-exclude", html)
