@@ -35,6 +35,7 @@ TORCHRUN = "scripts/DDP-script-torchrun.py"
 TORCHRUN_2 = ["-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2"]
 TAG = "DDP_JOB_TAG"  # every process of a job inherits it, which is how survivors are found
 UNDESTROYED = "the process group was not destroyed before the process exited"
+WHOLE_LINES = Path(__file__).parent / "whole_lines"  # its sitecustomize makes every rank print whole lines
 
 # Put on PYTHONPATH by `alone`: this project's packages cannot be imported, and a process that
 # ends (os._exit, as the scripts do) without destroy_process_group() says so and fails.
@@ -109,6 +110,7 @@ def run_job(args, env=None, timeout=120, settle=2.0, cwd=ROOT, signal_after=None
     out, err, signalled = [], [], []
     with tempfile.TemporaryDirectory(prefix="ddp-job-") as tmpdir:
         env = {**(environment() if env is None else env), TAG: tag, "TMPDIR": tmpdir}
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(WHOLE_LINES), env.get("PYTHONPATH")]))
         start = time.monotonic()
         with session(command, cwd=cwd, env=env, stdin=subprocess.DEVNULL, text=True,
                      stdout=subprocess.PIPE, stderr=subprocess.PIPE) as process:

@@ -183,8 +183,9 @@ def plain_training(epochs):
 
 
 def launch(command, steps):
-    """One launch's wall time, start-up and step. A DDP script's rank 0 prints an epoch's lines once every
-    rank has finished it: an epoch ends at its last line, and lasts the median gap between epochs' ends."""
+    """One launch's wall time, start-up and step. A DDP script's ranks print a line after every step, in
+    lockstep (each step waits for the all-reduce): an epoch ends at the last line that names it, and lasts
+    the median gap between epochs' ends."""
     start = time.perf_counter()
     process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})

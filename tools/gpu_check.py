@@ -22,8 +22,8 @@ from pathlib import Path
 import torch
 
 from tools import record
-from tools.runner import in_rank_order, trained_fully
 from tools.runner import ddp_environment as environment
+from tools.runner import in_rank_order, trained_fully
 from tools.sections import ROOT
 from tools.store import SCRIPT_OUTPUTS
 

@@ -103,12 +103,10 @@ RANK_LINE = re.compile(r"\[rank (\d+)\] ")
 def in_rank_order(stdout: str) -> str:
     """A DDP run's lines with each rank's together, rank after rank, each in the order it printed them;
     lines of no rank first. The ranks print at the same time, so a terminal shows them interleaved, and
-    differently on every run: the pages show a run this way, and say so. torchrun starts its ranks
-    unbuffered, and `print` writes a line and its newline apart: another rank's line can fall between."""
+    differently on every run: the pages show a run this way, and say so."""
     def rank(line):
         return int(match[1]) if (match := RANK_LINE.match(line)) else -1
-    lines = re.sub(r"(?<=.)(?=\[rank \d+\] )", "\n", stdout).splitlines(keepends=True)
-    return "".join(sorted((line for line in lines if line.strip()), key=rank))
+    return "".join(sorted(stdout.splitlines(keepends=True), key=rank))
 
 
 def trained_fully(stdout: str, world_size: int) -> bool:

@@ -328,11 +328,12 @@ def _scripts_as_html(content: str, page: str, edition) -> str:
     def book_parts(match):
         script, how, names = match[1], match[2], [name.strip() for name in match[3].split(",")]
         shown.extend((script, name) for name in names)
-        title = words["book_script"].format(script=script, parts=", ".join(names))
+        listed = words["names_joined"].join(names)
         if how == " as a diff":
             changed = {part.name: part.diff for part in script_diff.compare_book_torchrun()}
             diff = "\n".join(line for name in names for line in script_diff.hunks(changed.get(name, []), context=1))
-            return _code_html(diff, "diff", words["book_torchrun_diff"].format(parts=", ".join(names)))
+            return _code_html(diff, "diff", words["book_torchrun_diff"].format(parts=listed))
+        title = words["book_script"].format(script=script, parts=listed)
         code = script_diff.parts((script_diff.BOOK / script).read_text())
         block = _code_html("\n\n\n".join(code.get(name, "") for name in names), "python", title)
         return _folded(escape(title), block) if how == ", folded" else block
