@@ -45,6 +45,8 @@ class Edition:
 
 ENGLISH = Edition("en", "English", "mkdocs.yml", ROOT / "docs", "", {
     "output": "Output",
+    "output_varies": "Output · yours may differ",  # the title of an output with machine-dependent lines
+    "output_note": "{reasons} ({recorded})",  # under it: what they depend on, where they were recorded
     "recorded": "recorded with torch {torch}, {device}",
     "cpu_only": "CPU only, {cores} cores",  # the device of a recording
     "on_mps": "Apple silicon (MPS)",
@@ -160,6 +162,8 @@ ENGLISH = Edition("en", "English", "mkdocs.yml", ROOT / "docs", "", {
 
 CHINESE = Edition("zh", "简体中文", "mkdocs.zh.yml", ROOT / "docs-zh", "zh/", {
     "output": "输出",
+    "output_varies": "输出 · 你的结果可能不同",
+    "output_note": "{reasons}（{recorded}）",
     "recorded": "记录于 torch {torch}，{device}",
     "cpu_only": "仅 CPU，{cores} 核",
     "on_mps": "Apple 芯片（MPS）",

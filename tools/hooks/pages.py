@@ -141,20 +141,28 @@ def _missing(module: str, section: str) -> bool:
     return False
 
 
-def _output_block(title: str, outputs: list[Path]) -> str:
+def _output_block(title: str, outputs: list[Path], note: str = "") -> str:
     """A text block of recorded outputs, each included by its line range: pymdownx.snippets adds an
-    empty line after a whole file that ends with a newline, which would part two outputs."""
+    empty line after a whole file that ends with a newline, which would part two outputs. Its title stays
+    one line on a phone; what the output depends on, and where it was recorded, is the note under it."""
     includes = "".join(f'--8<-- "{path.relative_to(ROOT).as_posix()}:1:{len(path.read_text().splitlines())}"\n'
                        for path in outputs)
-    return f'```text title="{title}"\n{includes}```'
+    block = f'```{{.text .recorded title="{title}"}}\n{includes}```'
+    return f"{block}\n\n{note}\n{{: .output-note }}" if note else block
 
 
-def _title(cells, varying, environment, edition) -> str:
+def _sentence(text: str, edition) -> str:
+    return edition.spaced(text[:1].upper() + text[1:] + edition.words["full_stop"])
+
+
+def _title_and_note(cells, varying, environment, edition) -> tuple[str, str]:
     reasons = [varying[cell.key].get(f"reason_{edition.language}", varying[cell.key]["reason"])
                for cell in cells if cell.key in varying]
     if not reasons:
-        return edition.words["output"]
-    return f"{edition.words['output']} · {edition.recorded(environment)} · {edition.words['and'].join(reasons)}"
+        return edition.words["output"], ""
+    note = edition.words["output_note"].format(reasons=edition.words["and"].join(reasons),
+                                               recorded=edition.recorded(environment))
+    return edition.words["output_varies"], _sentence(note, edition)
 
 
 def _plot_figure(plot: Path, key: str, edition, source: str) -> str:
@@ -188,12 +196,13 @@ def _with_outputs(markdown: str, page: str, edition) -> str:
         printed = [cell for cell in fence_cells if output_path(cell.key, ".txt").exists()]
         after = []  # what goes under the block, before it is indented as the block is
         if printed:
-            title = _title(printed, varying, RECORDED["environment"], edition)
-            after.append(_output_block(title, [output_path(c.key, ".txt") for c in printed]))
+            title, note = _title_and_note(printed, varying, RECORDED["environment"], edition)
+            after.append(_output_block(title, [output_path(c.key, ".txt") for c in printed], note))
             gpu = [output_path(c.key, ".txt", GPU_OUTPUTS) for c in printed if c.key in varying]
             if gpu := [path for path in gpu if path.exists()]:  # recorded by `make gpu-check` on a CUDA machine
                 environment = json.loads((GPU_OUTPUTS / "recorded.json").read_text())["environment"]
-                after.append(_output_block(f'{edition.words["output_on_gpu"]} · {edition.recorded(environment)}', gpu))
+                after.append(_output_block(edition.words["output_on_gpu"], gpu,
+                                           _sentence(edition.recorded(environment), edition)))
         for cell in fence_cells:  # the figure its code draws, recorded (inline: it follows the palette)
             if (plot := output_path(cell.key, ".svg")).exists():
                 after.append(_plot_figure(plot, cell.key, edition, source))
