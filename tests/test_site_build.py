@@ -4,6 +4,7 @@ The Chinese edition has every page of the English one, written in Chinese, showi
 outputs, and a language switch between the two on every page."""
 
 import html
+import json
 import posixpath
 import re
 import shutil
@@ -175,13 +176,17 @@ def _prose(page_html: str) -> list[str]:
 
 def _words_a_reader_sees(page_html: str) -> dict[str, list[str]]:
     """The texts of a page by kind: prose, titles (of code, output, boxes, tabs), captions (and alt
-    texts) and the interface (tooltips, labels, the nav); code, and text marked in another language, left out."""
+    texts) and the interface (tooltips, labels, the nav, header and footer, and the words Material's
+    scripts show: "copied", the search's results); code, and text marked in another language, left out."""
     soup = BeautifulSoup(page_html, "html.parser")
+    config = soup.select_one("script#__config")
+    interface = list(json.loads(config.string)["translations"].values()) if config else []
     for other in soup.select('[lang]:not(html), script, style, math, .headerlink'):  # e.g. the other edition's line
         other.decompose()
-    interface = [element.get(attribute) for element in soup.select("[title], [aria-label], [placeholder]")
-                 for attribute in ("title", "aria-label", "placeholder") if element.get(attribute)]
+    interface += [element.get(attribute) for element in soup.select("[title], [aria-label], [placeholder]")
+                  for attribute in ("title", "aria-label", "placeholder") if element.get(attribute)]
     interface += [link.get_text(" ", strip=True) for link in soup.select(".md-nav__link")]
+    interface += [chrome.get_text(" ", strip=True) for chrome in soup.select(".md-header, .md-footer")]
     article = soup.select_one("article") or soup
     for quoted in article.select("em"):  # an error message quoted in italics stays as it is printed
         if not HAN.search(quoted.get_text()):
@@ -203,7 +208,8 @@ LATIN_RUN = re.compile(r"[A-Za-z][A-Za-z'’]+(?:[\s,;:()!?]+[A-Za-z][A-Za-z'’
 TOKEN = r"[^\s，。：；、（）“”「」]*"
 CODE_LIKE = re.compile(TOKEN + r"[./_+=<>{}\[\]`#@\d-]" + TOKEN)  # paths, API names, versions, flags
 KEPT_ENGLISH = re.compile(r"\b(?:(?:NVIDIA|Apple|CUDA|MPS) GPU|CUDA toolkit|Google Colab|Colab Notebook|"
-                          r"Jupyter Notebook|VS Code|Sebastian Raschka|(?:Build a )?Large Language Model"
+                          r"Jupyter Notebook|VS Code|Sebastian Raschka|Material for MkDocs|"
+                          r"(?:Build a )?Large Language Model"
                           r"(?: \(From Scratch\))?|world size|local rank|run id)")
 GLOSSED = re.compile(r"（[^）]*）|“[^”]*”|「[^」]*」")
 

@@ -98,6 +98,7 @@ ENGLISH = Edition("en", "English", "mkdocs.yml", ROOT / "docs", "", {
     "search_the_site": "Search the site",
     "go_home": "Go to the home page",
     "contents": "Contents",
+    "made_with": "Made with {generator}",  # the footer's
     "permalink": "Permanent link",  # a heading's link
     "code-part1": "Appendix A, code part 1: A.1 to A.8",  # the notebooks' titles
     "code-part2": "Appendix A, code part 2: A.9 GPU training",
@@ -208,6 +209,7 @@ CHINESE = Edition("zh", "简体中文", "mkdocs.zh.yml", ROOT / "docs-zh", "zh/"
     "search_the_site": "搜索本站",
     "go_home": "回到首页",
     "contents": "目录",
+    "made_with": "本站使用 {generator} 构建",
     "permalink": "永久链接",
     "code-part1": "附录 A 代码，第 1 部分：A.1 至 A.8",
     "code-part2": "附录 A 代码，第 2 部分：A.9 GPU 训练",

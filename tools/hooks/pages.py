@@ -81,7 +81,8 @@ def on_config(config: MkDocsConfig) -> MkDocsConfig:
     for palette, toggle in zip(config.theme["palette"], ("dark_mode", "light_mode")):
         palette["toggle"]["name"] = words[toggle]
     config.extra["words"] = {key: words[key] for key in (
-        "download_notebook", "page_not_found", "page_not_found_text", "search_the_site", "go_home", "contents")}
+        "download_notebook", "page_not_found", "page_not_found_text", "search_the_site", "go_home", "contents",
+        "made_with")}
     config.mdx_configs.setdefault("toc", {})["permalink_title"] = words["permalink"]
     config.mdx_configs.setdefault("pymdownx.superfences", {}).setdefault("custom_fences", []).append(
         {"name": "math", "class": "math", "format": _mathml("block")})
