@@ -282,6 +282,54 @@ def test_a_variant_the_glossary_rules_out_is_reported():
     assert [problem.split(": ")[1].split(" where")[0] for problem in problems] == ["'笔记本'", "'个 GPU'"]
 
 
+# One spacing rule across the Chinese edition, the one most Chinese technical writing follows: a space where
+# a Chinese character meets a Latin letter, a digit, inline code or a placeholder of the tools' words (第 19 个
+# 单元格, 与 `DDP-script.py` 的差异, 与 {base} 的差异), none next to Chinese punctuation. Code blocks are left out.
+UNSPACED = re.compile(r"[\u4e00-\u9fff][A-Za-z0-9`{]|[A-Za-z0-9`}][\u4e00-\u9fff]")
+CODE_BLOCK = re.compile(r"^[ \t]*(`{3,}).*?^[ \t]*\1[ \t]*$", re.S | re.M)
+
+
+def unspaced(text: str) -> list[str]:
+    """Where `text` breaks the rule: each pair of characters, in its context."""
+    text = CODE_BLOCK.sub("", text)
+    return [f"{m[0]} in {text[max(0, m.start() - 15):m.end() + 15]!r}" for m in UNSPACED.finditer(text)]
+
+
+@pytest.mark.parametrize(("text", "pairs"), [
+    ("本站 · DDP-script.py：main，与DDP-script.py的差异", ["与D", "y的"]),
+    ("第19个单元格，用`torch.save`保存", ["第1", "9个", "用`", "`保"]),
+    ("第 19 个单元格，用 `torch.save` 保存（见 A.8）。\n```bash\n# 在每个节点上运行torchrun\n```", []),
+], ids=["a name", "a number and code", "spaced, and a code block"])
+def test_chinese_next_to_latin_without_a_space_is_found(text, pairs):
+    assert [found.split(" in ")[0] for found in unspaced(text)] == pairs
+
+
+def test_the_chinese_sources_space_chinese_and_latin_alike():
+    """Pages, diagrams, measured figures, the nav, the tools' words and the declared reasons (reason_zh); the
+    notebooks are made of these, and are checked as built pages."""
+    found = [f"{where}: {pair}" for where, text in chinese_texts().items() if not where.endswith(".ipynb")
+             for pair in unspaced(text)]
+    assert not found, f"{len(found)} places without a space between Chinese and Latin:\n" + "\n".join(found)
+
+
+def test_the_built_chinese_pages_space_chinese_and_latin_alike(built_site):
+    """As a reader sees them: the tools' sentences filled in, inline code as a word, the chrome's words."""
+    found = []
+    for page in sorted((built_site / CHINESE.prefix).rglob("*.html")):
+        soup = BeautifulSoup(page.read_text(), "html.parser")
+        for element in soup.select("pre, math, script, style, [lang]:not(html)"):
+            element.decompose()
+        for code in soup.select("code"):
+            code.string = "code"
+        texts = [element.get_text("") for element in soup.select(
+            "title, h1, h2, h3, h4, p, li, td, th, figcaption, summary, .filename, .admonition-title, svg text")]
+        texts += [element[attribute] for attribute in ("title", "aria-label", "alt")
+                  for element in soup.select(f"[{attribute}]")]
+        found += [f"{page.relative_to(built_site)}: {pair}" for text in texts for pair in unspaced(text)]
+    found = list(dict.fromkeys(found))
+    assert not found, f"{len(found)} places without a space between Chinese and Latin:\n" + "\n".join(found)
+
+
 @pytest.mark.parametrize(("english", "chinese"), PAIRS, ids=[zh[1] for _, zh in PAIRS])
 def test_a_chinese_page_matches_its_english_page_and_links_to_it(english, chinese, built_site):
     """Both show the same code and Output blocks, plots, diagrams and heading anchors, in the same order

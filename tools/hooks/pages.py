@@ -344,14 +344,16 @@ def _script_diff(script: str, edition) -> str:
     reasons, blocks = script_diff.reasons().get(script, {}), []
     compared = script_diff.compare(script)
     if same := [f"<code>{part.name}</code>" for part in compared if not part.diff]:
-        blocks.append(f"<p>{words['script_same'].format(base=base, parts=', '.join(same))}</p>")
+        same_text = words["script_same"].format(base=base, parts=words["list"].join(same))
+        blocks.append(f"<p>{edition.spaced(same_text)}</p>")
     for part in compared:
         if not part.diff:
             continue
         if part.name not in reasons:
             log.warning(f"{script_diff.DECLARED.name}: the part {part.name} of scripts/{script} differs "
                         f"without a reason; declare one as [{script[:-3]}.{part.name}]")
-        title = words["ours"].format(adds=words["script_diff"].format(script=script, part=part.name, base=base))
+        title = words["ours"].format(adds=edition.spaced(words["script_diff"].format(script=script, part=part.name,
+                                                                                     base=base)))
         reason = render_markdown(book.ISSUE.sub(lambda m: f"[{m[0]}]({book.ISSUES}{m[1]})",
                                                 reasons.get(part.name, {}).get(language, "")))
         blocks.append(_code_html("\n".join(part.diff), "diff", title)
