@@ -3,11 +3,12 @@
 Every page in the nav of both editions, served from 127.0.0.1, loads with no request to another host, no failed
 request, no console error and no uncaught exception; each code block's copy button copies exactly the code; math
 (MathML) and diagrams (inline SVG, following the palette) are laid out and named, no raw LaTeX shows, and a notebook
-page shows its stored outputs. At a phone's 390 px nothing scrolls sideways, code keeps three quarters of the column,
-each diagram (its narrow variant) and plot shows whole inside the column with text of 9 px or more, outputs wrap
-and identifiers in tables break only after a dot, an underscore or a slash. Search, the language switch, the palette
-toggle's words and the published 404 page (under a sub-path) are used as a reader uses them; what Material's own
-JavaScript does (switching the palette, copying) is Material's to test.
+page shows its stored outputs; no copy button covers code. At a phone's 390 px nothing scrolls sideways, code keeps
+three quarters of the column, each diagram (its narrow variant) and plot shows whole inside the column with text of
+9 px or more, formulas and tables fit the column, output titles take one line, outputs wrap (with no mark beside a
+line that does not) and identifiers in tables break only after a dot, an underscore or a slash. Search, the language
+switch, the palette toggle's words and the published 404 page (under a sub-path) are used as a reader uses them; what
+Material's own JavaScript does (switching the palette, copying) is Material's to test.
 Every page passes axe-core (WCAG 2.2 A and AA, and best practices) in both palettes; on a page with content tabs
 and on a notebook, every Tab stop shows a focus ring that stands out from what lies behind it.
 `--screenshot on` (or `only-on-failure`) saves each page at 1280 and 390 px and each diagram light and dark under
