@@ -3,11 +3,12 @@
 Every page in the nav of both editions, served from 127.0.0.1, loads with no request to another host, no failed
 request, no console error and no uncaught exception; each code block's copy button copies exactly the code; math
 (MathML) and diagrams (inline SVG, following the palette) are laid out and named, no raw LaTeX shows, and a notebook
-page shows its stored outputs. At a phone's 390 px nothing scrolls sideways, code keeps three quarters of the column,
-each diagram (its narrow variant) and plot shows whole inside the column with text of 9 px or more, outputs wrap
-and identifiers in tables break only after a dot, an underscore or a slash. Search, the language switch, the palette
-toggle's words and the published 404 page (under a sub-path) are used as a reader uses them; what Material's own
-JavaScript does (switching the palette, copying) is Material's to test.
+page shows its stored outputs; no copy button covers code. At a phone's 390 px nothing scrolls sideways, code keeps
+three quarters of the column, each diagram (its narrow variant) and plot shows whole inside the column with text of
+9 px or more, formulas and tables fit the column, output titles take one line, outputs wrap (with no mark beside a
+line that does not) and identifiers in tables break only after a dot, an underscore or a slash. Search, the language
+switch, the palette toggle's words and the published 404 page (under a sub-path) are used as a reader uses them; what
+Material's own JavaScript does (switching the palette, copying) is Material's to test.
 Every page passes axe-core (WCAG 2.2 A and AA, and best practices) in both palettes; on a page with content tabs
 and on a notebook, every Tab stop shows a focus ring that stands out from what lies behind it.
 `--screenshot on` (or `only-on-failure`) saves each page at 1280 and 390 px and each diagram light and dark under
@@ -17,6 +18,7 @@ and on a notebook, every Tab stop shows a focus ring that stands out from what l
 import contextlib
 import functools
 import http.server
+import io
 import json
 import os
 import re
@@ -429,6 +431,20 @@ INSPECT_PHONE = r"""
     if (small.length) problems.push(`${name}: ${small.length} labels under ${minText} px, e.g. ` +
       `${snippet(small[0][0].textContent)} at ${small[0][1].toFixed(1)} px`);
   });
+  // Output titles stay one line; what an output depends on goes in a note under it.
+  content.querySelectorAll(".language-text > .filename").forEach(title => {
+    const style = getComputedStyle(title);
+    const lines = (title.clientHeight - parseFloat(style.paddingTop) - parseFloat(style.paddingBottom))
+      / parseFloat(style.lineHeight);
+    if (shown(title) && lines > 1.5) problems.push(`output title ${snippet(title.textContent)} takes ` +
+      `${Math.round(lines)} lines`);
+  });
+  // Formulas and tables fit the column: nothing of them behind a sideways scroll.
+  content.querySelectorAll('math[display="block"], .md-typeset__scrollwrap').forEach(el => {
+    if (shown(el) && el.scrollWidth > el.clientWidth + 1) problems.push(`${el.matches("math") ? "formula" :
+      "table"} ${snippet(el.textContent)} is ${el.scrollWidth} px wide in ${el.clientWidth} px: ` +
+      `${el.matches("math") ? "split it into rows (\\begin{array}{rl})" : "its last columns are off screen"}`);
+  });
   // Identifiers in tables wrap only after a dot, an underscore, a slash or a hyphen.
   content.querySelectorAll("table code").forEach(code => {
     const range = document.createRange();
@@ -441,6 +457,32 @@ INSPECT_PHONE = r"""
         if (top !== null && rect.top > top + 2 && !breaksAfter.includes(previous))
           problems.push(`table cell: ${snippet(code.textContent)} wraps in the middle of a word, after "${previous}"`);
         top = rect.top; previous = node.data[k];
+      }
+    }
+  });
+  return problems;
+}
+"""
+
+
+# A code block's copy button covers none of its text (as laid out, unscrolled), at either width.
+COVERED_CODE = r"""
+() => {
+  const problems = [], range = document.createRange();
+  const overlap = (a, b) => Math.min(a.right, b.right) - Math.max(a.left, b.left) > 1
+    && Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top) > 1;
+  document.querySelectorAll(".md-content pre > .md-code__nav").forEach(nav => {
+    const code = nav.parentElement.querySelector("code"), button = nav.getBoundingClientRect();
+    if (!code || !nav.checkVisibility()) return;
+    const box = code.getBoundingClientRect(), walker = document.createTreeWalker(code, NodeFilter.SHOW_TEXT);
+    for (let node; (node = walker.nextNode());) {
+      if (!node.data.trim()) continue;
+      range.selectNodeContents(node);
+      const covered = [...range.getClientRects()].find(r => overlap(r, button) && overlap(r, box));
+      if (covered) {
+        problems.push(`the copy button covers ${JSON.stringify(node.data.trim().slice(0, 30))} in the code block ` +
+          JSON.stringify(code.textContent.trim().replace(/\s+/g, " ").slice(0, 40)));
+        return;
       }
     }
   });
@@ -474,7 +516,7 @@ def screenshots(pytestconfig, output_path):
 def test_page_works_in_a_browser(tab, events, screenshots, source, url):
     problems = open_page(tab, url)
     found = tab.evaluate(INSPECT_PAGE)
-    problems += found["problems"]
+    problems += found["problems"] + tab.evaluate(COVERED_CODE)
     if source.endswith(".ipynb"):
         cells = json.loads((ROOT / source).read_text())["cells"]
         stored = sum(1 for cell in cells if cell["cell_type"] == "code" and cell.get("outputs"))
@@ -492,13 +534,47 @@ def test_page_works_in_a_browser(tab, events, screenshots, source, url):
     # (which was a third of this file's time); what it did at the desktop's width is reported already.
     events.reset()
     tab.set_viewport_size(PHONE)
-    on_a_phone = tab.evaluate(INSPECT_PHONE, [MIN_TEXT_PX, MIN_CODE_SHARE, BREAKS_AFTER]) + events.settled(tab)
+    on_a_phone = tab.evaluate(INSPECT_PHONE, [MIN_TEXT_PX, MIN_CODE_SHARE, BREAKS_AFTER]) + tab.evaluate(COVERED_CODE)
+    on_a_phone += events.settled(tab)
     if found["figures"]:  # the narrow variants now
         on_a_phone += low_contrast(tab)
     problems += [f"at {PHONE['width']} px: {problem}" for problem in on_a_phone]
     tab.set_viewport_size(DESKTOP)
     screenshots(tab, failed=bool(problems))
     assert not problems, f"{url or 'index'} ({tab.url}):\n  " + "\n  ".join(problems)
+
+
+# The bar in the hanging indent of a recorded output marks where a long line continues: beside a line that
+# does not wrap, nothing is drawn (a box snapped to whole pixels once drew a 1-px speck there). Judged by
+# the pixels: the page as shown, against the same page with the bars taken off.
+OUTPUT_LINES = ".md-content .highlight.recorded pre > code > span"
+UNWRAPPED_LINES = r"""
+selector => [...document.querySelectorAll(selector)].flatMap(line => {
+  const box = line.getBoundingClientRect(), style = getComputedStyle(line);
+  if (!line.checkVisibility() || box.height > 1.5 * parseFloat(style.lineHeight)) return [];
+  return [[box.left + scrollX, box.top + scrollY, box.left + scrollX + parseFloat(style.paddingLeft),
+           box.bottom + scrollY, line.textContent.trim().slice(0, 30)]];
+})
+"""
+
+
+def test_an_output_line_that_does_not_wrap_has_no_mark_beside_it(tab):
+    from PIL import Image, ImageChops  # matplotlib's dependency: in requirements.txt, not the site's
+
+    problems = open_page(tab, "a2-understanding-tensors/")  # outputs of one line, of several, and a blank line
+    tab.set_viewport_size(PHONE)
+    tab.add_style_tag(content=NO_TRANSITIONS)
+    lines = tab.evaluate(UNWRAPPED_LINES, OUTPUT_LINES)
+    def screenshot():
+        return Image.open(io.BytesIO(tab.screenshot(full_page=True))).convert("RGB")
+
+    shown = screenshot()
+    tab.add_style_tag(content=f"{OUTPUT_LINES} {{ background: none !important; }}")
+    marks = ImageChops.difference(shown, screenshot())
+    problems += [f"a mark beside the output line {text!r}, which does not wrap"
+                 for *box, text in lines if marks.crop(tuple(map(round, box))).getbbox()]
+    assert len(lines) > 10, f"found {len(lines)} output lines of one row on the page"
+    assert not problems, "\n".join(problems)
 
 
 # ---------------------------------------------------------------------------

@@ -4,6 +4,7 @@ The Chinese edition has every page of the English one, written in Chinese, showi
 outputs, and a language switch between the two on every page."""
 
 import html
+import json
 import posixpath
 import re
 import shutil
@@ -175,13 +176,17 @@ def _prose(page_html: str) -> list[str]:
 
 def _words_a_reader_sees(page_html: str) -> dict[str, list[str]]:
     """The texts of a page by kind: prose, titles (of code, output, boxes, tabs), captions (and alt
-    texts) and the interface (tooltips, labels, the nav); code, and text marked in another language, left out."""
+    texts) and the interface (tooltips, labels, the nav, header and footer, and the words Material's
+    scripts show: "copied", the search's results); code, and text marked in another language, left out."""
     soup = BeautifulSoup(page_html, "html.parser")
+    config = soup.select_one("script#__config")
+    interface = list(json.loads(config.string)["translations"].values()) if config else []
     for other in soup.select('[lang]:not(html), script, style, math, .headerlink'):  # e.g. the other edition's line
         other.decompose()
-    interface = [element.get(attribute) for element in soup.select("[title], [aria-label], [placeholder]")
-                 for attribute in ("title", "aria-label", "placeholder") if element.get(attribute)]
+    interface += [element.get(attribute) for element in soup.select("[title], [aria-label], [placeholder]")
+                  for attribute in ("title", "aria-label", "placeholder") if element.get(attribute)]
     interface += [link.get_text(" ", strip=True) for link in soup.select(".md-nav__link")]
+    interface += [chrome.get_text(" ", strip=True) for chrome in soup.select(".md-header, .md-footer")]
     article = soup.select_one("article") or soup
     for quoted in article.select("em"):  # an error message quoted in italics stays as it is printed
         if not HAN.search(quoted.get_text()):
@@ -203,7 +208,8 @@ LATIN_RUN = re.compile(r"[A-Za-z][A-Za-z'’]+(?:[\s,;:()!?]+[A-Za-z][A-Za-z'’
 TOKEN = r"[^\s，。：；、（）“”「」]*"
 CODE_LIKE = re.compile(TOKEN + r"[./_+=<>{}\[\]`#@\d-]" + TOKEN)  # paths, API names, versions, flags
 KEPT_ENGLISH = re.compile(r"\b(?:(?:NVIDIA|Apple|CUDA|MPS) GPU|CUDA toolkit|Google Colab|Colab Notebook|"
-                          r"Jupyter Notebook|VS Code|Sebastian Raschka|(?:Build a )?Large Language Model"
+                          r"Jupyter Notebook|VS Code|Sebastian Raschka|Material for MkDocs|"
+                          r"(?:Build a )?Large Language Model"
                           r"(?: \(From Scratch\))?|world size|local rank|run id)")
 GLOSSED = re.compile(r"（[^）]*）|“[^”]*”|「[^」]*」")
 
@@ -274,6 +280,54 @@ def test_the_chinese_edition_uses_the_glossarys_terms():
 def test_a_variant_the_glossary_rules_out_is_reported():
     problems = glossary_problems({"docs-zh/a6.md": "在 macOS 上使用笔记本时，用 2 个 GPU 的笔记本电脑"})
     assert [problem.split(": ")[1].split(" where")[0] for problem in problems] == ["'笔记本'", "'个 GPU'"]
+
+
+# One spacing rule across the Chinese edition, the one most Chinese technical writing follows: a space where
+# a Chinese character meets a Latin letter, a digit, inline code or a placeholder of the tools' words (第 19 个
+# 单元格, 与 `DDP-script.py` 的差异, 与 {base} 的差异), none next to Chinese punctuation. Code blocks are left out.
+UNSPACED = re.compile(r"[\u4e00-\u9fff][A-Za-z0-9`{]|[A-Za-z0-9`}][\u4e00-\u9fff]")
+CODE_BLOCK = re.compile(r"^[ \t]*(`{3,}).*?^[ \t]*\1[ \t]*$", re.S | re.M)
+
+
+def unspaced(text: str) -> list[str]:
+    """Where `text` breaks the rule: each pair of characters, in its context."""
+    text = CODE_BLOCK.sub("", text)
+    return [f"{m[0]} in {text[max(0, m.start() - 15):m.end() + 15]!r}" for m in UNSPACED.finditer(text)]
+
+
+@pytest.mark.parametrize(("text", "pairs"), [
+    ("本站 · DDP-script.py：main，与DDP-script.py的差异", ["与D", "y的"]),
+    ("第19个单元格，用`torch.save`保存", ["第1", "9个", "用`", "`保"]),
+    ("第 19 个单元格，用 `torch.save` 保存（见 A.8）。\n```bash\n# 在每个节点上运行torchrun\n```", []),
+], ids=["a name", "a number and code", "spaced, and a code block"])
+def test_chinese_next_to_latin_without_a_space_is_found(text, pairs):
+    assert [found.split(" in ")[0] for found in unspaced(text)] == pairs
+
+
+def test_the_chinese_sources_space_chinese_and_latin_alike():
+    """Pages, diagrams, measured figures, the nav, the tools' words and the declared reasons (reason_zh); the
+    notebooks are made of these, and are checked as built pages."""
+    found = [f"{where}: {pair}" for where, text in chinese_texts().items() if not where.endswith(".ipynb")
+             for pair in unspaced(text)]
+    assert not found, f"{len(found)} places without a space between Chinese and Latin:\n" + "\n".join(found)
+
+
+def test_the_built_chinese_pages_space_chinese_and_latin_alike(built_site):
+    """As a reader sees them: the tools' sentences filled in, inline code as a word, the chrome's words."""
+    found = []
+    for page in sorted((built_site / CHINESE.prefix).rglob("*.html")):
+        soup = BeautifulSoup(page.read_text(), "html.parser")
+        for element in soup.select("pre, math, script, style, [lang]:not(html)"):
+            element.decompose()
+        for code in soup.select("code"):
+            code.string = "code"
+        texts = [element.get_text("") for element in soup.select(
+            "title, h1, h2, h3, h4, p, li, td, th, figcaption, summary, .filename, .admonition-title, svg text")]
+        texts += [element[attribute] for attribute in ("title", "aria-label", "alt")
+                  for element in soup.select(f"[{attribute}]")]
+        found += [f"{page.relative_to(built_site)}: {pair}" for text in texts for pair in unspaced(text)]
+    found = list(dict.fromkeys(found))
+    assert not found, f"{len(found)} places without a space between Chinese and Latin:\n" + "\n".join(found)
 
 
 @pytest.mark.parametrize(("english", "chinese"), PAIRS, ids=[zh[1] for _, zh in PAIRS])

@@ -36,7 +36,8 @@ class Edition:
 
     def spaced(self, sentence: str) -> str:
         """A generated sentence as this edition writes it: in Chinese, a space where a Chinese
-        character meets a Latin letter or a digit, and none between Chinese characters."""
+        character meets a Latin letter or a digit, and none between Chinese characters. (Its words
+        space a placeholder as a Latin word, 与 {base} 的差异; filled with Chinese, 与书中的差异.)"""
         if self is ENGLISH:
             return sentence
         sentence = re.sub(r"(?<=[\u4e00-\u9fff，。：；、）]) +(?=[\u4e00-\u9fff（])", "", sentence)
@@ -45,10 +46,13 @@ class Edition:
 
 ENGLISH = Edition("en", "English", "mkdocs.yml", ROOT / "docs", "", {
     "output": "Output",
+    "output_varies": "Output · yours may differ",  # the title of an output with machine-dependent lines
+    "output_note": "{reasons} ({recorded})",  # under it: what they depend on, where they were recorded
     "recorded": "recorded with torch {torch}, {device}",
     "cpu_only": "CPU only, {cores} cores",  # the device of a recording
     "on_mps": "Apple silicon (MPS)",
-    "and": "; ",  # between the reasons in an output's title
+    "and": "; ",  # between the reasons under an output
+    "list": ", ",  # between the names in a list
     "output_on_gpu": "Output on a GPU",
     "differs": "Differs from the book",  # the title of a note from snippets/book_differences.toml
     # A code block's title: the book's cell it shows (tools/book.py finds it), or ours and what it adds.
@@ -61,7 +65,6 @@ ENGLISH = Edition("en", "English", "mkdocs.yml", ROOT / "docs", "", {
     "book_script": "Book · {script} · {parts}",
     "book_torchrun_diff": "Book · DDP-script-torchrun.py, as a diff of DDP-script.py · {parts}",
     "colon": ": ",
-    "names_joined": ", ",
     "the_books": "the book's",
     "script_diff": "{script}: {part}, as a diff of {base}",
     "script_same": "Unchanged from {base}: {parts}.",
@@ -99,6 +102,7 @@ ENGLISH = Edition("en", "English", "mkdocs.yml", ROOT / "docs", "", {
     "search_the_site": "Search the site",
     "go_home": "Go to the home page",
     "contents": "Contents",
+    "made_with": "Made with {generator}",  # the footer's
     "permalink": "Permanent link",  # a heading's link
     "code-part1": "Appendix A, code part 1: A.1 to A.8",  # the notebooks' titles
     "code-part2": "Appendix A, code part 2: A.9 GPU training",
@@ -163,10 +167,13 @@ ENGLISH = Edition("en", "English", "mkdocs.yml", ROOT / "docs", "", {
 
 CHINESE = Edition("zh", "简体中文", "mkdocs.zh.yml", ROOT / "docs-zh", "zh/", {
     "output": "输出",
+    "output_varies": "输出 · 你的结果可能不同",
+    "output_note": "{reasons}（{recorded}）",
     "recorded": "记录于 torch {torch}，{device}",
     "cpu_only": "仅 CPU，{cores} 核",
     "on_mps": "Apple 芯片（MPS）",
     "and": "；",
+    "list": "、",
     "output_on_gpu": "在 GPU 上的输出",
     "differs": "与书中不同",
     "book_cell": "书中 · {notebook}，第 {cells} 个单元格",
@@ -176,10 +183,9 @@ CHINESE = Edition("zh", "简体中文", "mkdocs.zh.yml", ROOT / "docs-zh", "zh/"
     "book_script": "书中 · {script} · {parts}",
     "book_torchrun_diff": "书中 · DDP-script-torchrun.py 与 DDP-script.py 的差异 · {parts}",
     "colon": "：",
-    "names_joined": "、",
     "the_books": "书中",
-    "script_diff": "{script}：{part}，与{base}的差异",
-    "script_same": "与{base}相同：{parts}。",
+    "script_diff": "{script}：{part}，与 {base} 的差异",
+    "script_same": "与 {base} 相同：{parts}。",
     "why": "原因",
     "book_column": "书中",
     "page_column": "本站",
@@ -209,6 +215,7 @@ CHINESE = Edition("zh", "简体中文", "mkdocs.zh.yml", ROOT / "docs-zh", "zh/"
     "search_the_site": "搜索本站",
     "go_home": "回到首页",
     "contents": "目录",
+    "made_with": "本站使用 {generator} 构建",
     "permalink": "永久链接",
     "code-part1": "附录 A 代码，第 1 部分：A.1 至 A.8",
     "code-part2": "附录 A 代码，第 2 部分：A.9 GPU 训练",
@@ -240,7 +247,7 @@ CHINESE = Edition("zh", "简体中文", "mkdocs.zh.yml", ROOT / "docs-zh", "zh/"
     "checked_by": "*由 `{command}` 于 {date} 检查：{machine}，Python {python}，torch {torch}；"
                   "全部页面用时 {seconds:.0f} 秒。*",
     "checked_on": "{system}，{cores} 核，{gpu}",
-    "notebook_intro": ("本书可执行版中{chapters}的文字和代码，附带运行时记录的输出。请从上往下依次运行各单元格："
+    "notebook_intro": ("本书可执行版中 {chapters} 的文字和代码，附带运行时记录的输出。请从上往下依次运行各单元格："
                        "后面的单元格会用到前面定义的内容。只需要 torch（以及 numpy；绘图的单元格还需要 matplotlib）。"),
     # What each plot shows (its alt text and caption), by the section whose code draws it.
     "plot:a6_data_loaders:plot_toy_data": (

@@ -81,7 +81,8 @@ def on_config(config: MkDocsConfig) -> MkDocsConfig:
     for palette, toggle in zip(config.theme["palette"], ("dark_mode", "light_mode")):
         palette["toggle"]["name"] = words[toggle]
     config.extra["words"] = {key: words[key] for key in (
-        "download_notebook", "page_not_found", "page_not_found_text", "search_the_site", "go_home", "contents")}
+        "download_notebook", "page_not_found", "page_not_found_text", "search_the_site", "go_home", "contents",
+        "made_with")}
     config.mdx_configs.setdefault("toc", {})["permalink_title"] = words["permalink"]
     config.mdx_configs.setdefault("pymdownx.superfences", {}).setdefault("custom_fences", []).append(
         {"name": "math", "class": "math", "format": _mathml("block")})
@@ -141,20 +142,28 @@ def _missing(module: str, section: str) -> bool:
     return False
 
 
-def _output_block(title: str, outputs: list[Path]) -> str:
+def _output_block(title: str, outputs: list[Path], note: str = "") -> str:
     """A text block of recorded outputs, each included by its line range: pymdownx.snippets adds an
-    empty line after a whole file that ends with a newline, which would part two outputs."""
+    empty line after a whole file that ends with a newline, which would part two outputs. Its title stays
+    one line on a phone; what the output depends on, and where it was recorded, is the note under it."""
     includes = "".join(f'--8<-- "{path.relative_to(ROOT).as_posix()}:1:{len(path.read_text().splitlines())}"\n'
                        for path in outputs)
-    return f'```text title="{title}"\n{includes}```'
+    block = f'```{{.text .recorded title="{title}"}}\n{includes}```'
+    return f"{block}\n\n{note}\n{{: .output-note }}" if note else block
 
 
-def _title(cells, varying, environment, edition) -> str:
+def _sentence(text: str, edition) -> str:
+    return edition.spaced(text[:1].upper() + text[1:] + edition.words["full_stop"])
+
+
+def _title_and_note(cells, varying, environment, edition) -> tuple[str, str]:
     reasons = [varying[cell.key].get(f"reason_{edition.language}", varying[cell.key]["reason"])
                for cell in cells if cell.key in varying]
     if not reasons:
-        return edition.words["output"]
-    return f"{edition.words['output']} · {edition.recorded(environment)} · {edition.words['and'].join(reasons)}"
+        return edition.words["output"], ""
+    note = edition.words["output_note"].format(reasons=edition.words["and"].join(reasons),
+                                               recorded=edition.recorded(environment))
+    return edition.words["output_varies"], _sentence(note, edition)
 
 
 def _plot_figure(plot: Path, key: str, edition, source: str) -> str:
@@ -188,12 +197,13 @@ def _with_outputs(markdown: str, page: str, edition) -> str:
         printed = [cell for cell in fence_cells if output_path(cell.key, ".txt").exists()]
         after = []  # what goes under the block, before it is indented as the block is
         if printed:
-            title = _title(printed, varying, RECORDED["environment"], edition)
-            after.append(_output_block(title, [output_path(c.key, ".txt") for c in printed]))
+            title, note = _title_and_note(printed, varying, RECORDED["environment"], edition)
+            after.append(_output_block(title, [output_path(c.key, ".txt") for c in printed], note))
             gpu = [output_path(c.key, ".txt", GPU_OUTPUTS) for c in printed if c.key in varying]
             if gpu := [path for path in gpu if path.exists()]:  # recorded by `make gpu-check` on a CUDA machine
                 environment = json.loads((GPU_OUTPUTS / "recorded.json").read_text())["environment"]
-                after.append(_output_block(f'{edition.words["output_on_gpu"]} · {edition.recorded(environment)}', gpu))
+                after.append(_output_block(edition.words["output_on_gpu"], gpu,
+                                           _sentence(edition.recorded(environment), edition)))
         for cell in fence_cells:  # the figure its code draws, recorded (inline: it follows the palette)
             if (plot := output_path(cell.key, ".svg")).exists():
                 after.append(_plot_figure(plot, cell.key, edition, source))
@@ -319,7 +329,7 @@ def _code_html(code: str, language: str, title: str) -> str:
 
 
 def _folded(summary: str, body: str) -> str:
-    return f"<details data-search-exclude><summary>{summary}</summary>{body}</details>"
+    return f"<details><summary>{summary}</summary>{body}</details>"  # the code in it is out of the search
 
 
 def _scripts_as_html(content: str, page: str, edition) -> str:
@@ -328,7 +338,7 @@ def _scripts_as_html(content: str, page: str, edition) -> str:
     def book_parts(match):
         script, how, names = match[1], match[2], [name.strip() for name in match[3].split(",")]
         shown.extend((script, name) for name in names)
-        listed = words["names_joined"].join(names)
+        listed = words["list"].join(names)
         if how == " as a diff":
             changed = {part.name: part.diff for part in script_diff.compare_book_torchrun()}
             diff = "\n".join(line for name in names for line in script_diff.hunks(changed.get(name, []), context=1))
@@ -368,13 +378,14 @@ def _script_diff(script: str, edition) -> str:
             log.warning(f"{script_diff.DECLARED.name}: the part {part.name} of scripts/{script} differs "
                         f"without a reason; declare one as [{script[:-3]}.{part.name}]")
         declared = reasons.get(part.name, {}).get(language, {"summary": "", "reason": ""})
-        title = words["ours"].format(adds=words["script_diff"].format(script=script, part=part.name, base=base))
+        title = words["ours"].format(adds=edition.spaced(words["script_diff"].format(script=script, part=part.name,
+                                                                                     base=base)))
         reason = render_markdown(book.ISSUE.sub(lambda m: f"[{m[0]}]({book.ISSUES}{m[1]})", declared["reason"]))
         summary = render_markdown(f"`{part.name}`{words['colon']}{declared['summary']}")[3:-4]  # without <p>
         items.append(_folded(summary, reason + _code_html("\n".join(part.diff), "diff", title)))
-    same = ", ".join(f"<code>{part.name}</code>" for part in compared if not part.diff)
+    same = words["list"].join(f"<code>{part.name}</code>" for part in compared if not part.diff)
     return (f'<div class="script-changes">{"".join(items)}</div>'
-            + (f"<p>{words['script_same'].format(base=base, parts=same)}</p>" if same else ""))
+            + (f"<p>{edition.spaced(words['script_same'].format(base=base, parts=same))}</p>" if same else ""))
 
 
 def on_page_markdown(markdown: str, /, *, page: Page, config: MkDocsConfig, files: Files) -> str:
