@@ -101,7 +101,9 @@ ENGLISH = Edition("en", "English", "mkdocs.yml", ROOT / "docs", "", {
     "code-part2": "Appendix A, code part 2: A.9 GPU training",
     "exercise-solutions": "Appendix A, exercise solutions",
     "chapter_range": "{first} to {last}",
-    # The footer of a figure that `make bench` measured (tools/bench.py).
+    # The footer of a figure that `make bench` measured (tools/bench.py): on a page, when and on what machine;
+    # in README, with the command too.
+    "measured_on": "*Measured on {date}: {machine}{note}.*",
     "measured_by": "*Measured by `{command}` on {date}: {machine}{note}.*",
     "at_commit": " at commit {commit}",
     "bench_machine": "{system}, {cpu}, {cores} cores, {gpu}, Python {python}, torch {torch}",
@@ -138,7 +140,7 @@ ENGLISH = Edition("en", "English", "mkdocs.yml", ROOT / "docs", "", {
     "checker_earlier": "{result}, on an earlier version of the page",
     "checker_changed": "Some pages have changed since they were last checked here: for those, the table "
                        "says what an earlier version of the page printed.",
-    "checked_by": "*Checked by `{command}` on {date}: {machine}, Python {python}, torch {torch}; every page in "
+    "checked_by": "*Checked on {date}: {machine}, Python {python}, torch {torch}; every page in "
                   "{seconds:.0f} s.*",
     "checked_on": "{system}, {cores} cores, {gpu}",
     "notebook_intro": ("The text and code of {chapters} of the executable book, with the outputs recorded when "
@@ -209,7 +211,7 @@ CHINESE = Edition("zh", "简体中文", "mkdocs.zh.yml", ROOT / "docs-zh", "zh/"
     "code-part2": "附录 A 代码，第 2 部分：A.9 GPU 训练",
     "exercise-solutions": "附录 A 练习参考答案",
     "chapter_range": "{first} 至 {last}",
-    "measured_by": "*由 `{command}` 于 {date} 测得：{machine}{note}。*",
+    "measured_on": "*于 {date} 测得：{machine}{note}。*",
     "at_commit": "（提交 {commit}）",
     "bench_machine": "{system}，{cpu}，{cores} 核，{gpu}，Python {python}，torch {torch}",
     "no_gpu": "无 GPU",
@@ -232,7 +234,7 @@ CHINESE = Edition("zh", "简体中文", "mkdocs.zh.yml", ROOT / "docs-zh", "zh/"
     "checker_all": "使用 torch {versions} 时，每个页面打印的都与本站显示的相同。",
     "checker_earlier": "{result}（检查的是该页面的较早版本）",
     "checker_changed": "有些页面在上次检查之后又改动过：对这些页面，表中给出的是其较早版本打印的结果。",
-    "checked_by": "*由 `{command}` 于 {date} 检查：{machine}，Python {python}，torch {torch}；"
+    "checked_by": "*于 {date} 检查：{machine}，Python {python}，torch {torch}；"
                   "全部页面用时 {seconds:.0f} 秒。*",
     "checked_on": "{system}，{cores} 核，{gpu}",
     "notebook_intro": ("本书可执行版中{chapters}的文字和代码，附带运行时记录的输出。请从上往下依次运行各单元格："
