@@ -34,6 +34,11 @@ class Edition:
     def recorded(self, environment: dict) -> str:
         return self.words["recorded"].format(torch=environment["torch"], device=self.device(environment))
 
+    def listing(self, items: list[str]) -> str:
+        """"a, b and c" in this language."""
+        *rest, last = items
+        return self.words["list_and"].format(rest=self.words["list_comma"].join(rest), last=last) if rest else last
+
     def spaced(self, sentence: str) -> str:
         """A generated sentence as this edition writes it: in Chinese, a space where a Chinese
         character meets a Latin letter or a digit, and none between Chinese characters."""
@@ -69,7 +74,12 @@ ENGLISH = Edition("en", "English", "mkdocs.yml", ROOT / "docs", "", {
     "earlier_code": "Code from earlier sections",  # the title of the collapsed block at the top of a page
     "earlier_code_cell": "**Code from earlier sections**, so that this part runs on its own:",
     "run_it_yourself": "Run it yourself",
-    "download": "Download {script}, this page's code as one script that runs alone with torch installed",
+    "download": "Download {script}, this page's code as one script that runs alone with {packages} installed",
+    "list_comma": ", ",
+    "list_and": "{rest} and {last}",
+    # What a reader installs (tools/prerequisites.py): the supported Pythons, the packages by page.
+    "python_range": "{oldest} to {newest}",
+    "needs_column": "Needs",
     "notebook": "the executed notebook {notebook}",
     "or": "; or ",
     "full_stop": ".",
@@ -145,7 +155,7 @@ ENGLISH = Edition("en", "English", "mkdocs.yml", ROOT / "docs", "", {
     "checked_on": "{system}, {cores} cores, {gpu}",
     "notebook_intro": ("The text and code of {chapters} of the executable book, with the outputs recorded when "
                        "it ran. Run the cells from the top: later cells use what earlier ones defined. It needs "
-                       "only torch (and numpy, and matplotlib for the cells that plot)."),
+                       "{packages}."),
     # What each plot shows (its alt text and caption), by the section whose code draws it.
     "plot:a6_data_loaders:plot_toy_data": (
         "The three training examples of class 0 (filled dots) and its test example (a ring) lie together at "
@@ -184,7 +194,11 @@ CHINESE = Edition("zh", "简体中文", "mkdocs.zh.yml", ROOT / "docs-zh", "zh/"
     "earlier_code": "前面各节的代码",
     "earlier_code_cell": "**前面各节的代码**：放在这里，是为了让这一部分能够独立运行：",
     "run_it_yourself": "自己动手运行",
-    "download": "下载 {script}：本页的全部代码合成的一个脚本，只需安装 torch 即可独立运行",
+    "download": "下载 {script}：本页的全部代码合成的一个脚本，装好 {packages} 即可独立运行",
+    "list_comma": "、",
+    "list_and": "{rest} 和 {last}",
+    "python_range": "{oldest} 至 {newest}",
+    "needs_column": "需要安装",
     "notebook": "已执行的 Notebook {notebook}",
     "or": "；或",
     "full_stop": "。",
@@ -238,7 +252,7 @@ CHINESE = Edition("zh", "简体中文", "mkdocs.zh.yml", ROOT / "docs-zh", "zh/"
                   "全部页面用时 {seconds:.0f} 秒。*",
     "checked_on": "{system}，{cores} 核，{gpu}",
     "notebook_intro": ("本书可执行版中{chapters}的文字和代码，附带运行时记录的输出。请从上往下依次运行各单元格："
-                       "后面的单元格会用到前面定义的内容。只需要 torch（以及 numpy；绘图的单元格还需要 matplotlib）。"),
+                       "后面的单元格会用到前面定义的内容。需要安装 {packages}。"),
     # What each plot shows (its alt text and caption), by the section whose code draws it.
     "plot:a6_data_loaders:plot_toy_data": (
         "类别 0 的三个训练样本（实心点）和一个测试样本（圆圈）聚在左上方，特征 1 约为 −1、特征 2 约为 3；"
