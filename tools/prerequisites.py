@@ -45,6 +45,8 @@ MARKS = {  # mark -> what it becomes, in an edition's words
 def fill(markdown: str, edition) -> str:
     """The page with its marks replaced."""
     for mark, text in MARKS.items():
-        if mark in markdown:
-            markdown = markdown.replace(mark, text(edition))
+        try:
+            markdown = markdown.replace(mark, text(edition)) if mark in markdown else markdown
+        except (KeyError, ValueError):  # a missing or broken section: its own page reports it
+            continue
     return markdown

@@ -256,7 +256,10 @@ def _run_it_yourself(page, config, edition) -> str:
     src, words = page.file.src_uri, edition.words
     name = pages.download_name(src)
     script = get_relative_url(f"downloads/{name}", src)
-    packages = edition.listing([f"`{package}`" for package in pages.needs(pages.program(src))])
+    try:
+        packages = edition.listing([f"`{package}`" for package in pages.needs(pages.program(src))])
+    except (KeyError, ValueError):  # a missing section: _with_outputs reports it
+        return ""
     links = [words["download"].format(script=f'[`{name}`]({script}){{ download="{name}" }}', packages=packages)]
     if notebook := pages.notebook_of(src):
         colab, the_books = pages.colab_url(config, notebook, edition)
