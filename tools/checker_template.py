@@ -104,7 +104,7 @@ def not_runnable(name, missing):
 
 
 def run_page(name, timeout, on_device, hide_mps=False, skip=None):
-    """Run a page's download alone, but the blocks in `skip` (not_runnable);
+    """Run a page's download alone, all but the blocks in `skip` (not_runnable);
     {"status": "ran", "outputs": [...], "environment": {...}} or
     {"status": "raised"/"timeout", "error": ...}."""
     page, start = SITE["pages"][name], time.perf_counter()

@@ -117,7 +117,8 @@ def imports(code: str) -> list[str]:
     """The packages outside Python's standard library that `code` imports, in the order it imports them."""
     nodes = sorted((node for node in ast.walk(ast.parse(code)) if isinstance(node, (ast.Import, ast.ImportFrom))),
                    key=lambda node: (node.lineno, node.col_offset))
-    names = [alias.name if isinstance(node, ast.Import) else node.module for node in nodes for alias in node.names]
+    names = [alias.name if isinstance(node, ast.Import) else node.module for node in nodes for alias in node.names
+             if isinstance(node, ast.Import) or node.level == 0]  # `from . import x` is no package
     packages = [name.split(".")[0] for name in names]
     return list(dict.fromkeys(package for package in packages if package not in sys.stdlib_module_names))
 

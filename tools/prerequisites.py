@@ -24,12 +24,11 @@ def _code(packages: list[str]) -> list[str]:
 
 
 def _needs_table(edition) -> str:
-    words, rows = edition.words, ["", "| --- | --- |"]
-    rows[0] = f"| {words['checker_page']} | {words['needs_column']} |"
-    for page in pages.chapter_pages():
-        link = f"[{pages.title(page, edition.docs)}]({page})"
-        rows.append(f"| {link} | {edition.listing(_code(pages.needs(pages.program(page))))} |")
-    return "\n".join(rows)
+    """Each chapter page, and what its code needs."""
+    rows = [[f"[{pages.title(page, edition.docs)}]({page})", edition.listing(_code(pages.needs(pages.program(page))))]
+            for page in pages.chapter_pages()]
+    header = [edition.words["checker_page"], edition.words["needs_column"]]
+    return "\n".join(f"| {page} | {needs} |" for page, needs in [header, ["---", "---"], *rows])
 
 
 MARKS = {  # mark -> what it becomes, in an edition's words
