@@ -12,18 +12,25 @@ STAMP := $(VENV)/.installed
 
 .PHONY: serve serve-zh build test lint outputs bench gpu-check checker-versions lock check-lock test-site clean
 
+# The supported Pythons, 3.$(OLDEST) to 3.$(NEWEST): those pyproject.toml's requires-python (">=3.10,<3.15") allows.
+REQUIRES_PYTHON := $(shell sed -n 's/^requires-python = ">=3\.\([0-9]*\),<3\.\([0-9]*\)".*/\1 \2/p' pyproject.toml)
+OLDEST := $(word 1,$(REQUIRES_PYTHON))
+NEWEST := $(shell echo $$(($(word 2,$(REQUIRES_PYTHON)) - 1)))
+SUPPORTED_PYTHONS := $(addprefix 3.,$(shell seq $(OLDEST) $(NEWEST)))
+PYTHONS_TEXT := Python 3.$(OLDEST) to 3.$(NEWEST)
+
 # Stops with one sentence when $(PYTHON) is missing or outside the range the pins install on.
 define CHECK_PYTHON
 import sys
-if not (3, 10) <= sys.version_info[:2] <= (3, 14):
-    sys.exit("make: $(PYTHON) is Python %s, but this project needs Python 3.10 to 3.14: install one "
+if not (3, $(OLDEST)) <= sys.version_info[:2] <= (3, $(NEWEST)):
+    sys.exit("make: $(PYTHON) is Python %s, but this project needs $(PYTHONS_TEXT): install one "
              "(python.org, your package manager, pyenv or uv) and run make again with PYTHON=/path/to/it." % sys.version.split()[0])
 endef
 export CHECK_PYTHON
 
 # The venv counts only once it was created completely: a failed attempt is redone on the next run.
 $(VENV)/.created:
-	@command -v $(PYTHON) >/dev/null || { echo "make: no $(PYTHON) here: install Python 3.10 to 3.14 and run make again with PYTHON=/path/to/it."; exit 1; }
+	@command -v $(PYTHON) >/dev/null || { echo "make: no $(PYTHON) here: install $(PYTHONS_TEXT) and run make again with PYTHON=/path/to/it."; exit 1; }
 	@$(PYTHON) -c "$$CHECK_PYTHON"
 	rm -rf $(VENV)
 	$(PYTHON) -m venv $(VENV)
@@ -76,9 +83,8 @@ gpu-check: $(STAMP)  ## on a machine with CUDA GPUs: DDP with NCCL against Gloo;
 # those Pythons. PyPI's Linux torch lists CUDA libraries that the CPU build does not need: left out.
 UV := uv==0.13.9
 LOCK_VENV := .lock-venv
-SUPPORTED_PYTHONS := 3.10 3.11 3.12 3.13 3.14
 CUDA_ONLY := ^(nvidia-|cuda-|triton==)
-COMPILE := $(LOCK_VENV)/bin/uv pip compile --universal --python-version 3.10 --no-header --no-annotate --quiet
+COMPILE := $(LOCK_VENV)/bin/uv pip compile --universal --python-version 3.$(OLDEST) --no-header --no-annotate --quiet
 # Pure Python, but published as a source archive only: no wheel to look for.
 SOURCE_ONLY := ^jieba==
 
@@ -95,7 +101,7 @@ lock: $(LOCK_VENV)/bin/uv  ## re-pin requirements.txt and requirements-site.txt 
 
 # Asks the index, downloading no wheel (torch included), whether each pin has a wheel for Linux x86-64
 # on every supported Python: a pin that would have to be built from source there fails.
-check-lock: $(LOCK_VENV)/bin/uv  ## every pin has a wheel for each of Python 3.10 to 3.14 on Linux x86-64
+check-lock: $(LOCK_VENV)/bin/uv  ## every pin has a wheel for each supported Python on Linux x86-64
 	@grep -Ehv '$(SOURCE_ONLY)' requirements.txt requirements-site.txt > $(LOCK_VENV)/pins.txt
 	@for version in $(SUPPORTED_PYTHONS); do \
 	  $(LOCK_VENV)/bin/uv pip compile --quiet --no-deps --only-binary :all: --python-version $$version \

@@ -13,6 +13,8 @@ import signal
 import subprocess
 import sys
 import time
+import venv
+from pathlib import Path
 
 import psutil
 import pytest
@@ -137,6 +139,40 @@ def test_a_page_that_hangs_is_stopped_at_its_timeout(tmp_path):
     assert "FAILED     A.1 What is PyTorch?: still running after 2 s, so it was stopped" in result.stdout
 
 
+def python_without(folder, hidden):
+    """A Python that has this one's packages but `hidden`: a venv whose .pth file names a folder of links to
+    the others, as a reader's Python with torch and without `hidden` would be."""
+    venv.create(folder / "venv")
+    packages = folder / "packages"
+    packages.mkdir()
+    for entry in Path(torch.__file__).parents[1].iterdir():  # this Python's site-packages
+        if not entry.name.startswith(hidden):
+            (packages / entry.name).symlink_to(entry)
+    [site_packages] = (folder / "venv").glob("lib/python*/site-packages")
+    (site_packages / "others.pth").write_text(f"{packages}\n")
+    return str(folder / "venv" / "bin" / "python")
+
+
+def test_a_missing_package_is_named_and_the_other_blocks_are_checked(tmp_path):
+    """With torch and without matplotlib: the blocks that plot are not run, and each says what to install;
+    every other block of the pages that plot prints what the site shows."""
+    plotting = [page for page in pages.chapter_pages() if "matplotlib" in pages.needs(pages.program(page))]
+    assert plotting, "no page imports matplotlib any more: hide another package here"
+    python = python_without(tmp_path / "python", "matplotlib")
+    ids = [arg for page in plotting for arg in ("--page", pages.download_name(page))]
+    result = run_checker(tmp_path, *ids, "--jobs", "2", python=(python, "-I"))
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    assert "  matplotlib not installed" in lines
+    for page in plotting:
+        assert any(line.startswith(("same ", "machine ")) and pages.title(page) in line for line in lines), page
+        for cell in pages.program(page):
+            if "matplotlib" in pages.imports(cell.code):
+                assert f"    not run: {cell.key} needs matplotlib (pip install matplotlib)" in lines
+    assert lines[-1].endswith("Not run: the blocks that need matplotlib (pip install matplotlib to check them too).")
+    assert "FAILED" not in result.stdout
+
+
 @pytest.mark.parametrize("args, python, status, message", [
     (["--page", "A.10"], (sys.executable, "-I"), 2, "there is no page 'A.10' to check; choose one of A.1, A.2"),
     (["--report", "no/such/folder/r.md"], (sys.executable, "-I"), 2, "does not exist or cannot be written to"),
@@ -199,7 +235,7 @@ def program(tmp_path, monkeypatch):
     spec.loader.exec_module(module)
     calls = []
 
-    def run_page(name, timeout, on_device, hide_mps=False):
+    def run_page(name, timeout, on_device, hide_mps=False, skip=None):
         calls.append((name, on_device, hide_mps))
         cells = module.SITE["pages"][name]["cells"]
         outputs = [ON_GPU.get(c["key"], c["output"]) if on_device else c["output"] for c in cells]

@@ -3,11 +3,13 @@ reader can run alone) with the recorded output under it; the build refuses a sta
 The Chinese edition has every page of the English one, written in Chinese, showing the same code and
 outputs, and a language switch between the two on every page."""
 
+import ast
 import html
 import json
 import posixpath
 import re
 import shutil
+import subprocess
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -15,7 +17,7 @@ import pytest
 from bs4 import BeautifulSoup
 from conftest import PUBLISHED, ROOT, SUB_PATH, mkdocs_build, nav_pages
 
-from tools import book, pages
+from tools import book, pages, prerequisites
 from tools.editions import CHINESE, EDITIONS, ENGLISH, GLOSSARY
 from tools.store import tomllib
 
@@ -352,6 +354,95 @@ def test_a_chinese_page_matches_its_english_page_and_links_to_it(english, chines
 
 
 # ---------------------------------------------------------------------------------------------
+# What a reader needs, said once: the Pythons that pyproject.toml allows, and the packages a page's code imports
+
+def article_text(site: Path, url: str) -> str:
+    return " ".join(soup_of(site, url).select_one("article").get_text(" ").split())
+
+
+def squeezed(text: str) -> str:
+    """Without white space: where the HTML parts code from the text around it, "`torch`, `numpy`" reads
+    "torch , numpy"."""
+    return "".join(text.split())
+
+
+PINNED = {re.match(r"[\w.-]+", line)[0].lower() for line in (ROOT / "requirements.txt").read_text().splitlines()
+          if line.strip() and not line.startswith("#")}
+
+
+@pytest.mark.parametrize("edition", EDITIONS.values(), ids=EDITIONS)
+def test_every_page_says_what_its_code_imports(edition, built_site):
+    """The downloads' docstrings, the "Run it yourself" boxes, Setup's table and Home name the packages the
+    code imports: A.2's NumPy, the plots' matplotlib, and no package a page only names (Exercise A.2)."""
+    [needs_table] = [table for table in soup_of(built_site, f"{edition.prefix}setup").select("article table")
+                     if [th.get_text() for th in table.select("th")][1:] == [edition.words["needs_column"]]]
+    table = {row.a["href"]: row.select("td")[1].get_text() for row in needs_table.select("tbody tr")}
+    everything = []
+    for page in pages.chapter_pages():
+        download = (built_site / "downloads" / pages.download_name(page)).read_text()
+        needs = list(dict.fromkeys(name for cell in pages.split_download(download) for name in pages.imports(cell)))
+        everything += needs
+        assert set(needs) <= PINNED, f"{page} imports a package that requirements.txt does not pin"
+        docstring = download.split('"""')[1]
+        assert f"It needs {ENGLISH.listing(needs)} (pip install {' '.join(needs)})" in " ".join(docstring.split())
+        box = soup_of(built_site, edition.prefix + Path(page).stem).select_one(".admonition.tip").get_text()
+        assert squeezed(edition.listing(needs)) in squeezed(box), f"{page}'s box does not say that it needs {needs}"
+        assert squeezed(table[f"../{Path(page).stem}/"]) == squeezed(edition.listing(needs)), f"Setup's row of {page}"
+    # Exercise A.2's solution prints the version of every package the pages import (its list is teaching code).
+    versions = pages.section_code("exercise_solutions", "a2_versions")
+    listed = ast.literal_eval(re.search(r"^packages = (\[.*\])$", versions, re.M)[1])
+    assert set(everything) <= set(listed), f"Exercise A.2 leaves out {set(everything) - set(listed)}"
+    assert "matplotlib" not in pages.needs(pages.program("exercises.md")), "the exercises print its version only"
+    install = f"pip install {' '.join(dict.fromkeys(everything))}"
+    for url in ("", "setup"):
+        assert install in article_text(built_site, edition.prefix + url), f"{url or 'Home'} does not say {install}"
+
+
+TYPED_PYTHONS = re.compile(r"\b3\.\d+ ?(?:to|至|or newer|or later|或更高|及以上)")
+
+
+@pytest.mark.parametrize("edition", EDITIONS.values(), ids=EDITIONS)
+def test_the_supported_pythons_come_from_pyproject(edition, built_site):
+    """Home, Setup and Exercise A.1 take them from requires-python, as the Makefile does; no page types them,
+    and Exercise A.1's solution checks for the oldest."""
+    oldest, newest = prerequisites.pythons()
+    for path in sorted(edition.docs.glob("*.md")):
+        typed = TYPED_PYTHONS.search(path.read_text())
+        assert not typed, f"{path.relative_to(ROOT)} types {typed[0]!r}: use a mark of tools/prerequisites.py"
+    supported = f"Python {edition.words['python_range'].format(oldest=oldest, newest=newest)}"
+    for url in ("", "setup"):
+        assert supported in article_text(built_site, edition.prefix + url), f"{url or 'Home'} does not say {supported}"
+    assert re.search(rf"[(（]{re.escape(oldest)} ", article_text(built_site, f"{edition.prefix}exercises"))
+    assert f"sys.version_info >= (3, {oldest.split('.')[1]})" in pages.section_code(
+        "exercise_solutions", "a1_python_version")
+    make = subprocess.run(["make", "-s", "--eval", "pythons: ; @echo $(SUPPORTED_PYTHONS)", "pythons"], cwd=ROOT,
+                          capture_output=True, text=True, check=True)
+    assert make.stdout.split() == [f"3.{minor}" for minor in range(int(oldest[2:]), int(newest[2:]) + 1)]
+
+
+# ---------------------------------------------------------------------------------------------
+# Learners' pages teach: how the site is made and checked is on Authoring and in README
+
+TARGETS = re.search(r"^\.PHONY: (.*)$", (ROOT / "Makefile").read_text(), re.M)[1].split()
+# A reader's own virtual environment (Setup: `source .venv/bin/activate`) is theirs, not ours.
+MACHINERY = re.compile(r"\bmake (?:%s)\b|\b(?:snippets|tools|tests|measured)/|pytest|\.venv/bin/(?!activate)|"
+                       r"test suite|the tests|测试套件" % "|".join(map(re.escape, TARGETS)))
+
+
+@pytest.mark.parametrize("edition", EDITIONS.values(), ids=EDITIONS)
+def test_learners_pages_and_downloads_name_none_of_our_machinery(edition, built_site):
+    learners = [url for source, url in nav_pages(edition) if not source.endswith("authoring.md")]
+    named = [f"{url or 'Home'}: {found}" for url in learners
+             for found in MACHINERY.findall(article_text(built_site, url))]
+    named += [f"{path.name}: {found}" for path in sorted((built_site / edition.prefix / "downloads").rglob("*.*"))
+              for found in MACHINERY.findall(path.read_text())]  # the pages' code, the checker, the DDP scripts
+    assert not named, "a learner's page or download names the repository's machinery:\n" + "\n".join(named)
+    # Home: the map of the sections before what the site promises about itself.
+    headings = [h2["id"] for h2 in soup_of(built_site, edition.prefix).select("article h2")]
+    assert headings.index("the-path-through-the-appendix") < headings.index("what-you-can-rely-on")
+
+
+# ---------------------------------------------------------------------------------------------
 # One page, the whole site, the sources
 
 def test_the_exercises_box_comes_after_the_solutions(built_site):
@@ -436,7 +527,8 @@ def test_the_strict_build_stops_on_a_broken_repository_and_names_each_problem(pl
     copy = tmp_path / "repo"  # of everything the build reads, to break without touching the repository
     for name in ["docs", "snippets", "scripts", "tools", "overrides", "measured", "tests/upstream"]:
         shutil.copytree(ROOT / name, copy / name, ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(ROOT / "mkdocs.yml", copy / "mkdocs.yml")
+    for name in ["mkdocs.yml", "pyproject.toml"]:  # pyproject.toml: the supported Pythons
+        shutil.copy(ROOT / name, copy / name)
     for plant, _ in planted.values():
         plant(copy)
     result = mkdocs_build(copy / "mkdocs.yml", tmp_path / "site")

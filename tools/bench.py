@@ -239,12 +239,14 @@ def machine():
             "python": platform.python_version(), "torch": torch.__version__}
 
 
-def label(entry, note="", language="en"):
+def label(entry, note="", language="en", readme=False):
+    """When and on what machine; README names the command too (a page names none of our tools)."""
     words = EDITIONS[language].words
     machine = entry["machine"]
     about = words["bench_machine"].format(**{**machine, "gpu": machine["gpu"] or words["no_gpu"]})
     date = entry["date"] + (words["at_commit"].format(commit=entry["commit"]) if "commit" in entry else "")
-    return words["measured_by"].format(command=entry["command"], date=date, machine=about, note=note)
+    return words["measured_by" if readme else "measured_on"].format(command=entry["command"], date=date,
+                                                                     machine=about, note=note)
 
 
 def ratio(value, baseline):
@@ -305,7 +307,7 @@ def readme_rows(results):
 
 def readme_md(results):
     """The table, then each run's date and machine once."""
-    labels = dict.fromkeys(label(results[section]) for section in SECTIONS if section in results)
+    labels = dict.fromkeys(label(results[section], readme=True) for section in SECTIONS if section in results)
     return ("| What | Figure |\n| --- | --- |\n"
             + "".join(f"| {ENGLISH.words[what]} | {figure} |\n" for what, figure in readme_rows(results))
             + "\n" + "\n".join(labels) + "\n")

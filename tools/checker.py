@@ -8,7 +8,8 @@ with what it needs embedded, taken from the repository when the site is built: e
 page's download (tools/pages.py), what each of its cells printed when recorded, the declared
 machine-dependent lines, and, as their source, the recorder's own page runner (which runs a download
 cell by cell) and compare_text (which compares by shape). So the checker runs the pages exactly
-as the recorder does and judges them exactly as the tests do, and needs nothing but torch.
+as the recorder does and judges them exactly as the tests do, and needs nothing but torch: a block
+that imports a package the reader's Python lacks (each cell carries what it imports) is not run.
 
 `versions` runs the checker with each given Python (each with its own torch) and writes what it
 found, page by page, to measured/checker.json, with the version of each page it checked. The build
@@ -33,7 +34,7 @@ from tools.sections import ROOT
 NAME = "check-appendix-a.py"
 TEMPLATE = ROOT / "tools" / "checker_template.py"
 PAGE_RUNNER = ROOT / "tools" / "page_runner.py"
-START = "# ---- embedded by tools/checker.py when the site is built ----\n"
+START = "# ---- embedded when the site is built ----\n"
 END = "# ---- end of what is embedded ----\n"
 VERSIONS = ROOT / "measured" / "checker.json"
 VERSIONS_MARK = "<!-- checker versions -->"
@@ -43,7 +44,7 @@ def site_data() -> dict:
     """What the checker embeds: the pages, their recorded outputs, the machine-dependent lines."""
     manifest = json.loads(store.MANIFEST.read_text())
     recorded = {**manifest["environment"], "device": ENGLISH.device(manifest["environment"])}
-    site = {"pages": {}, "recorded": recorded, "device_pages": list(pages.GPU_PAGES),
+    site = {"pages": {}, "recorded": recorded, "device_pages": list(pages.GPU_PAGES), "packages": pages.all_needs(),
             "varying": {key: {"reason": spec["reason"], "lines": spec["lines"]}
                         for key, spec in store.varying_patterns().items() if not key.startswith("scripts:")}}
     for page in pages.chapter_pages():
@@ -53,7 +54,8 @@ def site_data() -> dict:
         site["pages"][page] = {
             "id": title.split(" ")[0], "title": title, "script": pages.download_name(page),
             "code": pages.download_text(page, cells),
-            "cells": [{"key": cell.key, "fingerprint": fingerprint, "output": path.read_text() if path.exists() else ""}
+            "cells": [{"key": cell.key, "fingerprint": fingerprint, "needs": pages.imports(cell.code),
+                       "output": path.read_text() if path.exists() else ""}
                       for cell, fingerprint, path in zip(cells, pages.fingerprints(cells), outputs)]}
     site["version"] = hashlib.sha256(json.dumps(site, sort_keys=True).encode()).hexdigest()[:12]
     return site
@@ -77,9 +79,9 @@ def generate(site: dict | None = None) -> str:
     site_json = json.dumps(site_data() if site is None else site, indent=1, ensure_ascii=False)
     return (f"{before}{START}# The pages, their code and what the site shows under each block:\n"
             f"SITE = json.loads({literal(site_json)})\n"
-            f"# tools/page_runner.py: runs a download cell by cell, stdout per cell\n"
+            f"# The page runner (the site's own): runs a download cell by cell, stdout per cell\n"
             f"RUNNER = {literal(PAGE_RUNNER.read_text())}\n\n\n"
-            f"# tools/store.py's comparison, by shape where the machine decides\n{shared}{END}"
+            f"# The site's comparison, by shape where the machine decides\n{shared}{END}"
             + rest.split(END)[1])
 
 

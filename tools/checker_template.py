@@ -6,14 +6,16 @@ of "Appendix A: Introduction to PyTorch" against the outputs the site shows.
     python check-appendix-a.py --page A.7       # one page (or several)
     python check-appendix-a.py --report r.md    # also write a report to share
 
-It needs torch, numpy and matplotlib. Each page's code, the page's download,
-runs alone in a fresh Python in an empty temporary folder, on the CPU, and what
-each of its blocks prints is compared with the site. Lines that depend on the
-machine (the torch version, a timing, an unseeded draw) are compared by their
-shape and named. On a CUDA or Apple silicon GPU, the pages with device code
-(A.9.1, A.9.2, Exercise A.4) then run again on the GPU, and what they print
-there is shown, labelled with the device. It exits with status 0 when nothing
-differs unexpectedly, and leaves no file or process behind.
+It needs torch. Each page's code, the page's download, runs alone in a fresh
+Python in an empty temporary folder, on the CPU, and what each of its blocks
+prints is compared with the site. A block that imports a package this Python
+lacks is not run: the check names the package, and checks the other blocks.
+Lines that depend on the machine (the torch version, a timing, an unseeded
+draw) are compared by their shape and named. On a CUDA or Apple silicon GPU,
+the pages with device code (A.9.1, A.9.2, Exercise A.4) then run again on the
+GPU, and what they print there is shown, labelled with the device. It exits
+with status 0 when nothing differs unexpectedly, and leaves no file or process
+behind.
 """
 
 import argparse
@@ -34,12 +36,12 @@ import time
 
 NAME = "check-appendix-a.py"
 
-# ---- embedded by tools/checker.py when the site is built ----
+# ---- embedded when the site is built ----
 SITE = {}  # the pages, their code and what the site shows under each block
-RUNNER = ""  # tools/page_runner.py: runs a download, stdout per cell
+RUNNER = ""  # the page runner: runs a download, stdout per cell
 
 
-def compare_text(recorded, fresh, patterns, label):  # tools/store.py's
+def compare_text(recorded, fresh, patterns, label):  # the site's comparison
     raise NotImplementedError("tools/checker.py embeds the real one")
 # ---- end of what is embedded ----
 
@@ -84,15 +86,36 @@ def page_name(text):
         f"there is no page {text!r} to check; choose one of {page_ids()}")
 
 
-def run_page(name, timeout, on_device, hide_mps=False):
-    """Run a page's download alone; {"status": "ran", "outputs": [...],
-    "environment": {...}} or {"status": "raised"/"timeout", "error": ...}."""
+def missing_packages():
+    """The packages of the pages that a page's run (python -I) cannot import."""
+    probe = ("import importlib.util, sys\nprint(*(p for p in sys.argv[1:]"
+             " if not importlib.util.find_spec(p)))")
+    found = subprocess.run(
+        [sys.executable, "-I", "-c", probe, *SITE["packages"]],
+        capture_output=True, text=True, check=True)
+    return found.stdout.split()
+
+
+def not_runnable(name, missing):
+    """{block's index: the missing packages it imports} for a page."""
+    cells = SITE["pages"][name]["cells"]
+    return {index: needs for index, cell in enumerate(cells)
+            if (needs := [p for p in cell["needs"] if p in missing])}
+
+
+def run_page(name, timeout, on_device, hide_mps=False, skip=None):
+    """Run a page's download alone, all but the blocks in `skip` (not_runnable);
+    {"status": "ran", "outputs": [...], "environment": {...}} or
+    {"status": "raised"/"timeout", "error": ...}."""
     page, start = SITE["pages"][name], time.perf_counter()
+    parts = page["code"].split("\n# %%\n")  # the docstring, then a part a block
+    for index, needs in (skip or {}).items():
+        parts[index + 1] = f"# not run here: it needs {', '.join(needs)}\n"
     with tempfile.TemporaryDirectory(prefix="check-appendix-a-") as folder:
         script = os.path.join(folder, page["script"])
         result = os.path.join(folder, "result.json")
         with open(script, "w", encoding="utf-8") as file:
-            file.write(page["code"])
+            file.write("\n# %%\n".join(parts))
         # torch's caches go to the folder too
         env = {**os.environ, "TMPDIR": folder, "TEMP": folder, "TMP": folder}
         if not on_device:  # the CPU
@@ -173,19 +196,22 @@ def failure(status, stderr):
     return f"its Python exited with status {status}: {last}"
 
 
-def compare_page(name, run):
+def compare_page(name, run, skip=None):
     """The run against the site: "same", "machine" (only lines that depend on
-    the machine differ, listed) or "different" (with the first diff)."""
-    page, verdict = SITE["pages"][name], {"status": "same", "lines": []}
-    for cell, fresh in zip(page["cells"], run["outputs"]):
+    the machine differ, listed) or "different" (with the first diff); the
+    blocks not run (skip) are named, with the packages they need."""
+    page, skip = SITE["pages"][name], skip or {}
+    verdict = {"status": "same", "lines": [], "skipped": {
+        page["cells"][index]["key"]: needs for index, needs in skip.items()}}
+    for index, (cell, fresh) in enumerate(zip(page["cells"], run["outputs"])):
         recorded, key = cell["output"], cell["key"]
-        if fresh == recorded:
+        if fresh == recorded or index in skip:
             continue
         spec = SITE["varying"].get(key, {})
         diff = compare_text(recorded, fresh, spec.get("lines", []), key)
         if diff:
-            return {"status": "different", "key": key, "diff": diff,
-                    "lines": verdict["lines"]}
+            return {**verdict, "status": "different", "key": key,
+                    "diff": diff}
         pairs = zip(recorded.splitlines(), fresh.splitlines())
         verdict["status"] = "machine"
         verdict["lines"] += [
@@ -224,7 +250,7 @@ def describe_machine(torch):
                       "built in, but not available here"
                       if torch.backends.mps.is_built() else "not available")
     machine.update(describe_distributed(torch, cuda))
-    for package in ("numpy", "matplotlib"):
+    for package in [p for p in SITE["packages"] if p != "torch"]:  # above
         try:
             machine[package] = importlib.import_module(package).__version__
         except ImportError:
@@ -299,6 +325,9 @@ def page_lines(name, verdict, whole=False):
                    f"{short(line['here'], line['site'], width)} here, "
                    f"{short(line['site'], line['here'], width)} on "
                    f"the site: {line['why']}")
+    out += [f"    not run: {key} needs {' and '.join(needs)} "
+            f"(pip install {' '.join(needs)})"
+            for key, needs in verdict.get("skipped", {}).items()]
     diff = verdict.get("diff", "").splitlines()
     shown = len(diff) if whole else DIFF_LINES
     out += [f"    {line}" for line in diff[:shown]]
@@ -343,7 +372,12 @@ def short(text, other, width):
 
 
 def summary_line(verdicts):
-    total = len(verdicts)
+    total, missing = len(verdicts), sorted({
+        package for verdict in verdicts.values()
+        for needs in verdict.get("skipped", {}).values() for package in needs})
+    not_run = (f" Not run: the blocks that need {' and '.join(missing)} "
+               f"(pip install {' '.join(missing)} to check them too)."
+               if missing else "")
     bad = [name for name, verdict in verdicts.items()
            if verdict["status"] not in ("same", "machine")]
     if not bad:
@@ -351,10 +385,10 @@ def summary_line(verdicts):
         pages = "the page prints" if total == 1 else f"all {total} pages print"
         but = (f" ({machine} with lines that depend on the machine)"
                if machine else "")
-        return f"All the same: {pages} what the site shows{but}."
+        return f"All the same: {pages} what the site shows{but}.{not_run}"
     names = ", ".join(SITE["pages"][name]["id"] for name in bad)
     return (f"{len(bad)} of {total} page{'s' * (total > 1)} did not print "
-            f"what the site shows: {names}.")
+            f"what the site shows: {names}.{not_run}")
 
 
 # ---- the report --------------------------------------------------------------
@@ -371,7 +405,7 @@ def table_cell(text):
 
 def report_text(data):
     """The report in Markdown: the machine, then what the screen shows, whole;
-    its data at the end, for tools/record.py."""
+    its data at the end, for the site's GPU recordings."""
     out = [f"# {NAME} report\n", f"**{data['summary']}**\n",
            f"Made on {data['date']} in {data['seconds']:.0f} s by "
            f"`{data['command']}` (checker {data['checker']}); the site's "
@@ -390,8 +424,7 @@ def report_text(data):
                 fenced(line for name, run in device["pages"].items()
                        for line in device_lines(name, run, device["device"]))]
     payload = json.dumps(data, indent=1, ensure_ascii=False)
-    out += ["<!-- check-appendix-a report data: python -m tools.record "
-            "--report FILE reads it",
+    out += ["<!-- check-appendix-a report data: what the site records from it",
             payload.replace(">", "\\u003e"), "-->", ""]
     return "\n".join(out)
 
@@ -468,7 +501,8 @@ def main(argv=None):
             import torch
         except ImportError:
             return say("this Python has no torch, and the pages need it: "
-                       "install it (pip install torch numpy matplotlib, or see "
+                       f"install it (pip install {' '.join(SITE['packages'])}"
+                       ", or see "
                        "https://pytorch.org/get-started/locally/) and run "
                        "this again.", 1)
         machine, device, gpu = describe_machine(torch)
@@ -490,17 +524,19 @@ def main(argv=None):
 def check(args, machine, device, gpu):
     names = [name for name in SITE["pages"]
              if not args.page or name in args.page]
-    start = time.perf_counter()
+    start, missing = time.perf_counter(), missing_packages()
+    skips = {name: not_runnable(name, missing) for name in names}
 
     def on_cpu(name):
         page = SITE["pages"][name]
         print(f"[{names.index(name) + 1}/{len(names)}] running {page['id']} "
               f"({page['script']}) ...", file=sys.stderr, flush=True)
-        return run_page(name, args.timeout, False, device == "mps")
+        return run_page(name, args.timeout, False, device == "mps", skips[name])
 
     cpu_runs, verdicts = run_all(names, on_cpu, args.jobs), {}
     for name, run in cpu_runs.items():
-        verdict = compare_page(name, run) if run["status"] == "ran" else run
+        verdict = (compare_page(name, run, skips[name])
+                   if run["status"] == "ran" else run)
         verdicts[name] = {**verdict, "seconds": run["seconds"]}
         print("\n".join(page_lines(name, verdicts[name])))
     summary = summary_line(verdicts)
@@ -513,26 +549,27 @@ def check(args, machine, device, gpu):
             "pages": verdicts, "device": None, "summary": summary}
     on_gpu = [name for name in names if name in SITE["device_pages"]]
     if device != "cpu" and on_gpu:
-        data["device"] = check_on_device(on_gpu, cpu_runs, args, device, gpu)
+        data["device"] = check_on_device(on_gpu, cpu_runs, args, device, gpu,
+                                         skips)
     data["seconds"] = round(time.perf_counter() - start, 1)
     print(f"\n{summary}")
     return data
 
 
-def check_on_device(names, cpu_runs, args, device, gpu):
+def check_on_device(names, cpu_runs, args, device, gpu, skips):
     """The pages with device code, again, on the GPU: one at a time."""
     print(f"\nThe pages with device code, on {device} ({gpu}):", flush=True)
 
     def on_gpu(name):
         print(f"running {SITE['pages'][name]['id']} on {device} ...",
               file=sys.stderr, flush=True)
-        return run_page(name, args.timeout, True)
+        return run_page(name, args.timeout, True, skip=skips[name])
 
     runs = run_all(names, on_gpu, 1)
     for name, run in runs.items():
         run["verdict"] = run.get("error")
         if run["status"] == "ran":
-            verdict = compare_page(name, run)
+            verdict = compare_page(name, run, skips[name])
             note = f" ({GPU_NOTE})" if verdict["status"] == "different" else ""
             run["verdict"] = result_text(verdict) + note
             run["cells"] = [

@@ -34,6 +34,11 @@ class Edition:
     def recorded(self, environment: dict) -> str:
         return self.words["recorded"].format(torch=environment["torch"], device=self.device(environment))
 
+    def listing(self, items: list[str]) -> str:
+        """"a, b and c" in this language."""
+        *rest, last = items
+        return self.words["list_and"].format(rest=self.words["list_comma"].join(rest), last=last) if rest else last
+
     def spaced(self, sentence: str) -> str:
         """A generated sentence as this edition writes it: in Chinese, a space where a Chinese
         character meets a Latin letter or a digit, and none between Chinese characters. (Its words
@@ -75,7 +80,12 @@ ENGLISH = Edition("en", "English", "mkdocs.yml", ROOT / "docs", "", {
     "earlier_code": "Code from earlier sections",  # the title of the collapsed block at the top of a page
     "earlier_code_cell": "**Code from earlier sections**, so that this part runs on its own:",
     "run_it_yourself": "Run it yourself",
-    "download": "Download {script}, this page's code as one script that runs alone with torch installed",
+    "download": "Download {script}, this page's code as one script that runs alone with {packages} installed",
+    "list_comma": ", ",
+    "list_and": "{rest} and {last}",
+    # What a reader installs (tools/prerequisites.py): the supported Pythons, the packages by page.
+    "python_range": "{oldest} to {newest}",
+    "needs_column": "Needs",
     "notebook": "the executed notebook {notebook}",
     "or": "; or ",
     "full_stop": ".",
@@ -108,7 +118,9 @@ ENGLISH = Edition("en", "English", "mkdocs.yml", ROOT / "docs", "", {
     "code-part2": "Appendix A, code part 2: A.9 GPU training",
     "exercise-solutions": "Appendix A, exercise solutions",
     "chapter_range": "{first} to {last}",
-    # The footer of a figure that `make bench` measured (tools/bench.py).
+    # The footer of a figure that `make bench` measured (tools/bench.py): on a page, when and on what machine;
+    # in README, with the command too.
+    "measured_on": "*Measured on {date}: {machine}{note}.*",
     "measured_by": "*Measured by `{command}` on {date}: {machine}{note}.*",
     "at_commit": " at commit {commit}",
     "bench_machine": "{system}, {cpu}, {cores} cores, {gpu}, Python {python}, torch {torch}",
@@ -145,12 +157,12 @@ ENGLISH = Edition("en", "English", "mkdocs.yml", ROOT / "docs", "", {
     "checker_earlier": "{result}, on an earlier version of the page",
     "checker_changed": "Some pages have changed since they were last checked here: for those, the table "
                        "says what an earlier version of the page printed.",
-    "checked_by": "*Checked by `{command}` on {date}: {machine}, Python {python}, torch {torch}; every page in "
+    "checked_by": "*Checked on {date}: {machine}, Python {python}, torch {torch}; every page in "
                   "{seconds:.0f} s.*",
     "checked_on": "{system}, {cores} cores, {gpu}",
     "notebook_intro": ("The text and code of {chapters} of the executable book, with the outputs recorded when "
                        "it ran. Run the cells from the top: later cells use what earlier ones defined. It needs "
-                       "only torch (and numpy, and matplotlib for the cells that plot)."),
+                       "{packages}."),
     # What each plot shows (its alt text and caption), by the section whose code draws it.
     "plot:a6_data_loaders:plot_toy_data": (
         "The three training examples of class 0 (filled dots) and its test example (a ring) lie together at "
@@ -193,7 +205,11 @@ CHINESE = Edition("zh", "简体中文", "mkdocs.zh.yml", ROOT / "docs-zh", "zh/"
     "earlier_code": "前面各节的代码",
     "earlier_code_cell": "**前面各节的代码**：放在这里，是为了让这一部分能够独立运行：",
     "run_it_yourself": "自己动手运行",
-    "download": "下载 {script}：本页的全部代码合成的一个脚本，只需安装 torch 即可独立运行",
+    "download": "下载 {script}：本页的全部代码合成的一个脚本，装好 {packages} 即可独立运行",
+    "list_comma": "、",
+    "list_and": "{rest} 和 {last}",
+    "python_range": "{oldest} 至 {newest}",
+    "needs_column": "需要安装",
     "notebook": "已执行的 Notebook {notebook}",
     "or": "；或",
     "full_stop": "。",
@@ -221,7 +237,7 @@ CHINESE = Edition("zh", "简体中文", "mkdocs.zh.yml", ROOT / "docs-zh", "zh/"
     "code-part2": "附录 A 代码，第 2 部分：A.9 GPU 训练",
     "exercise-solutions": "附录 A 练习参考答案",
     "chapter_range": "{first} 至 {last}",
-    "measured_by": "*由 `{command}` 于 {date} 测得：{machine}{note}。*",
+    "measured_on": "*于 {date} 测得：{machine}{note}。*",
     "at_commit": "（提交 {commit}）",
     "bench_machine": "{system}，{cpu}，{cores} 核，{gpu}，Python {python}，torch {torch}",
     "no_gpu": "无 GPU",
@@ -244,11 +260,11 @@ CHINESE = Edition("zh", "简体中文", "mkdocs.zh.yml", ROOT / "docs-zh", "zh/"
     "checker_all": "使用 torch {versions} 时，每个页面打印的都与本站显示的相同。",
     "checker_earlier": "{result}（检查的是该页面的较早版本）",
     "checker_changed": "有些页面在上次检查之后又改动过：对这些页面，表中给出的是其较早版本打印的结果。",
-    "checked_by": "*由 `{command}` 于 {date} 检查：{machine}，Python {python}，torch {torch}；"
+    "checked_by": "*于 {date} 检查：{machine}，Python {python}，torch {torch}；"
                   "全部页面用时 {seconds:.0f} 秒。*",
     "checked_on": "{system}，{cores} 核，{gpu}",
     "notebook_intro": ("本书可执行版中 {chapters} 的文字和代码，附带运行时记录的输出。请从上往下依次运行各单元格："
-                       "后面的单元格会用到前面定义的内容。只需要 torch（以及 numpy；绘图的单元格还需要 matplotlib）。"),
+                       "后面的单元格会用到前面定义的内容。需要安装 {packages}。"),
     # What each plot shows (its alt text and caption), by the section whose code draws it.
     "plot:a6_data_loaders:plot_toy_data": (
         "类别 0 的三个训练样本（实心点）和一个测试样本（圆圈）聚在左上方，特征 1 约为 −1、特征 2 约为 3；"

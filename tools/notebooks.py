@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import nbformat
 
-from tools import pages
+from tools import pages, prerequisites
 from tools.editions import Edition
 
 KERNEL = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
@@ -26,6 +26,7 @@ class Code:
 def page_parts(page: str, edition: Edition) -> list[str | Code]:
     """The page in `edition` as lines of text (as a notebook's text cell shows them) and code cells, in order."""
     text = re.sub(r"\A---\n.*?\n---\n", "", pages.page_text(page, edition.docs), flags=re.S)
+    text = prerequisites.fill(text, edition)
     text = re.sub(r"<figure.*?</figure>\n?", "", text, flags=re.S)
     parts, fence, language, include, earlier = [], None, "", 0, False
 
@@ -72,7 +73,8 @@ def notebook_text(name: str, runs: dict[str, dict], outputs: dict[str, str], edi
     chapters = [pages.title(page, edition.docs).split(" ")[0] for page in notebook_pages]
     if len(chapters) > 1:
         chapters = [words["chapter_range"].format(first=chapters[0], last=chapters[-1])]
-    intro = edition.spaced(words["notebook_intro"].format(chapters=chapters[0]))
+    packages = pages.needs([cell for page in notebook_pages for cell in runs[page]["cells"]])
+    intro = edition.spaced(words["notebook_intro"].format(chapters=chapters[0], packages=edition.listing(packages)))
     cells = [nbformat.v4.new_markdown_cell(f"# {words[name]}\n\n{intro}")]
     seen = set()
     for page in notebook_pages:

@@ -1,6 +1,6 @@
 """Run a page's download as the recorder and the checker run it:
 
-    python -I tools/page_runner.py SCRIPT RESULT PLOTS
+    python -I page_runner.py SCRIPT RESULT PLOTS
 
 SCRIPT (the download) runs cell by cell (`# %%`) in a real __main__
 module, so that pickling a class defined in a cell works as in a script;

@@ -6,12 +6,15 @@ sections" block). The recorder runs it, the build turns it into the page's downl
 notebooks are made from the programs of their pages, so all three show the same code.
 """
 
+import ast
 import hashlib
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from tools.editions import ENGLISH
 from tools.sections import ROOT, section_code
 
 DOCS = ROOT / "docs"
@@ -110,14 +113,34 @@ def download_name(page: str) -> str:
     return f"{Path(page).stem}.py"
 
 
+def imports(code: str) -> list[str]:
+    """The packages outside Python's standard library that `code` imports, in the order it imports them."""
+    nodes = sorted((node for node in ast.walk(ast.parse(code)) if isinstance(node, (ast.Import, ast.ImportFrom))),
+                   key=lambda node: (node.lineno, node.col_offset))
+    names = [alias.name if isinstance(node, ast.Import) else node.module for node in nodes for alias in node.names
+             if isinstance(node, ast.Import) or node.level == 0]  # `from . import x` is no package
+    packages = [name.split(".")[0] for name in names]
+    return list(dict.fromkeys(package for package in packages if package not in sys.stdlib_module_names))
+
+
+def needs(cells: list[Cell]) -> list[str]:
+    """What a reader installs to run these cells: the packages they import (requirements.txt pins each)."""
+    return list(dict.fromkeys(package for cell in cells for package in imports(cell.code)))
+
+
+def all_needs() -> list[str]:
+    """What a reader installs to run every chapter page."""
+    return needs([cell for page in chapter_pages() for cell in program(page)])
+
+
 def download_text(page: str, cells: list[Cell] | None = None) -> str:
     """The page's code as one script that runs alone, in the percent format that editors
     (VS Code, PyCharm, Spyder, Jupytext) show as cells: one `# %%` cell per code block."""
     cells = program(page) if cells is None else cells
-    plots = any("matplotlib" in cell.code for cell in cells)
-    needs = "torch, numpy and matplotlib" if plots else "only torch (and numpy)"
+    packages = needs(cells)
     header = (f'"""{title(page)}: the code of this page of "Appendix A: Introduction to PyTorch",\n'
-              f"in page order. It needs {needs}: python {download_name(page)}\n"
+              f"in page order. It needs {ENGLISH.listing(packages)} (pip install {' '.join(packages)}):\n"
+              f"python {download_name(page)}\n"
               '"""\n')
     return header + "".join(f"\n# %%\n{cell.code}\n" for cell in cells)
 

@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # mkdocs loads thi
 for name in [name for name in sys.modules if name == "tools" or name.startswith("tools.")]:
     del sys.modules[name]
 
-from tools import book, checker, editions, pages, script_diff  # noqa: E402
+from tools import book, checker, editions, pages, prerequisites, script_diff  # noqa: E402
 from tools.sections import ROOT, section_code  # noqa: E402
 from tools.store import GPU_OUTPUTS, MANIFEST, output_path, tomllib, varying_patterns  # noqa: E402
 
@@ -266,7 +266,11 @@ def _run_it_yourself(page, config, edition) -> str:
     src, words = page.file.src_uri, edition.words
     name = pages.download_name(src)
     script = get_relative_url(f"downloads/{name}", src)
-    links = [words["download"].format(script=f'[`{name}`]({script}){{ download="{name}" }}')]
+    try:
+        packages = edition.listing([f"`{package}`" for package in pages.needs(pages.program(src))])
+    except (KeyError, ValueError):  # a missing section: _with_outputs reports it
+        return ""
+    links = [words["download"].format(script=f'[`{name}`]({script}){{ download="{name}" }}', packages=packages)]
     if notebook := pages.notebook_of(src):
         colab, the_books = pages.colab_url(config, notebook, edition)
         links.append(words["notebook"].format(
@@ -390,6 +394,7 @@ def _script_diff(script: str, edition) -> str:
 
 def on_page_markdown(markdown: str, /, *, page: Page, config: MkDocsConfig, files: Files) -> str:
     src, edition = page.file.src_uri, editions.of(config)
+    markdown = prerequisites.fill(markdown, edition)  # the Pythons and packages a reader needs
     if REPOSITORY_MARK in markdown:
         markdown = markdown.replace(REPOSITORY_MARK, _repository_line(config, edition))
     if book.TABLE_MARK in markdown:
