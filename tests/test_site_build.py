@@ -7,8 +7,9 @@ import html
 import posixpath
 import re
 import shutil
+from html.parser import HTMLParser
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 import pytest
 from bs4 import BeautifulSoup
@@ -309,6 +310,55 @@ def test_math_is_rendered_to_mathml_at_build_time(built_site):
     page = (built_site / "a4-automatic-differentiation" / "index.html").read_text()
     assert len(re.findall(r'<math [^>]*display="block"', page)) == 2
     assert "\\frac" not in html.unescape(page)
+
+
+class Outline(HTMLParser):
+    """A page's elements, its ids (an `<a name>` too) and its links within the site (href or SVG's xlink:href)."""
+
+    def __init__(self, text: str):
+        super().__init__()
+        self.elements, self.ids, self.links = 0, [], []
+        self.feed(text)
+
+    def handle_starttag(self, tag, attributes):
+        self.elements += 1
+        attributes = dict(attributes)
+        self.ids += [attributes[name] for name in ("id", "name") if name in attributes and (name == "id" or tag == "a")]
+        link = attributes.get("href") or attributes.get("xlink:href")
+        if link and not urlsplit(link).scheme and not link.startswith("//") and (tag != "link"):
+            self.links.append(link)
+
+
+@pytest.fixture(scope="module")
+def outlines(built_site) -> dict[Path, Outline]:
+    return {page: Outline(page.read_text()) for page in sorted(built_site.rglob("*.html"))}
+
+
+def test_every_link_within_the_site_leads_to_an_element_that_exists(built_site, outlines):
+    """Both editions, notebooks included: no empty or repeated id, and every link with a #fragment (a table of
+    contents, a heading's permalink, a page's link to another's section) names an id of the page it leads to."""
+    problems = []
+    for page, outline in outlines.items():
+        name = page.relative_to(built_site)
+        counts = {id: outline.ids.count(id) for id in set(outline.ids)}
+        problems += [f"{name}: id={id!r} on {count} elements" for id, count in sorted(counts.items())
+                     if count > 1 or not id.strip()]
+        for link in outline.links:
+            path, fragment = urlsplit(link).path, unquote(urlsplit(link).fragment)
+            target = (page.parent / unquote(path)).resolve() if path else page
+            target = target / "index.html" if target.is_dir() else target
+            if link.endswith("#") or fragment and fragment not in getattr(outlines.get(target), "ids", [fragment]):
+                problems.append(f"{name}: {link} leads to no element")
+    assert not problems, f"{len(problems)} problems:\n" + "\n".join(sorted(set(problems))[:30])
+
+
+ELEMENTS = 3000  # at most, on any page: pages stay light on a phone (a large DOM slows every style and layout)
+
+
+def test_every_page_stays_light(built_site, outlines):
+    heavy = {str(page.relative_to(built_site)): outline.elements for page, outline in outlines.items()
+             if outline.elements > ELEMENTS}
+    assert not heavy, f"pages with more than {ELEMENTS} elements: {heavy}"
 
 
 CODE_COLUMN = 80  # characters of code that Material's code column shows on a 1280 px screen

@@ -15,6 +15,7 @@ import hashlib
 import html
 import importlib.metadata
 import itertools
+import json
 import logging
 import re
 import shutil
@@ -23,6 +24,7 @@ from functools import partial
 from pathlib import Path
 
 import latex2mathml.converter
+import markdown.extensions.toc
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.structure.files import Files
 from mkdocs.structure.nav import Navigation
@@ -56,9 +58,58 @@ def on_config(config: MkDocsConfig) -> MkDocsConfig:
 
 
 def on_page_content(html: str, /, *, page: Page, config: MkDocsConfig, files: Files) -> str:
-    if page.file.src_uri.endswith(".ipynb"):
-        page.meta["search"] = {"exclude": True}  # read by Material's search plugin
-    return html
+    if not page.file.src_uri.endswith(".ipynb"):
+        return html
+    page.meta["search"] = {"exclude": True}  # read by Material's search plugin
+    return _with_anchors(html, page, config)
+
+
+# A heading's id, in the page and in its table of contents. mkdocs-jupyter makes both from the heading's
+# ASCII letters only, so a heading in Chinese alone got id="" and a link to #_1 that led nowhere. Each
+# heading takes the anchor of its place in the English notebook instead, as the Chinese chapter pages keep the
+# English pages' anchors.
+HEADING = re.compile(r'(<h[1-6] id=")[^"]*(">(?:(?!</h).)*?<a class="anchor-link" href="#)[^"]*(")', re.S)
+MARKDOWN_HEADING = re.compile(r"^#{1,6} +(.+?) *#*$", re.M)
+
+
+def _english_anchors(name: str, config: MkDocsConfig) -> list[str]:
+    """The anchors of the headings of the English notebook `name`, in order, as the toc extension makes them."""
+    toc = config.mdx_configs.get("toc", {})
+    slugify, used, anchors = toc.get("slugify", markdown.extensions.toc.slugify), set(), []
+    notebook = json.loads((editions.ENGLISH.notebooks / f"{name}.ipynb").read_text())
+    for cell in notebook["cells"]:
+        if cell["cell_type"] == "markdown":
+            text = re.sub(r"^(`{3,}|\$\$).*?^\1", "", "".join(cell["source"]), flags=re.S | re.M)
+            for heading in MARKDOWN_HEADING.findall(text):
+                anchors.append(markdown.extensions.toc.unique(slugify(heading, toc.get("separator", "-")), used))
+    return anchors
+
+
+def _with_anchors(html: str, page: Page, config: MkDocsConfig) -> str:
+    name = Path(page.file.src_uri).stem
+    if name not in pages.NOTEBOOKS:
+        return html
+    anchors = _english_anchors(name, config)
+
+    def toc_links(links):
+        for link in links:
+            yield link
+            yield from toc_links(link.children)
+
+    links, headings = list(toc_links(page.toc)), HEADING.findall(html)
+    if not len(links) == len(headings) == len(anchors):
+        log.warning(f"{page.file.src_uri} has {len(headings)} headings ({len(links)} in its table of contents), "
+                    f"its English notebook {len(anchors)}: run `make outputs`")
+        return html
+    for link, anchor in zip(links, anchors):
+        link.id = anchor
+    anchor = iter(anchors)
+
+    def with_anchor(heading: re.Match) -> str:
+        id = next(anchor)
+        return f"{heading[1]}{id}{heading[2]}{id}{heading[3]}"
+
+    return HEADING.sub(with_anchor, html)
 
 
 STYLE = re.compile(r"<style[^>]*>(.*?)</style>\s*", re.S)
