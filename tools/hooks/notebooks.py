@@ -200,7 +200,46 @@ def _inline_plot(words: dict, recorded: dict[str, str], match: re.Match) -> str:
         log.warning("a notebook shows a plot that is not recorded (snippets/outputs/*/*.svg); run `make outputs`")
         return match[0]
     caption = html.escape(words[f"plot:{key}"], quote=True)
-    return svg[svg.index("<svg"):].replace("<svg ", f'<svg role="img" aria-label="{caption}" ', 1)
+    svg = _unwrapped(SVG_METADATA.sub("", svg[svg.index("<svg"):]), "g", lambda tag: tag == "<g>")
+    return svg.replace("<svg ", f'<svg role="img" aria-label="{caption}" ', 1)
+
+
+# A light page (at most 3,000 elements, tests/test_site_build.py), code-part1 too, which has the code of eight
+# chapters: the markup that shows nothing goes. Matplotlib groups each part of a plot in a <g> that has no
+# attribute, and describes itself in <metadata>; mkdocs-jupyter wraps each code cell in a second cell, and each
+# cell in a flex row that holds one child, and gives a text cell a prompt that its own CSS hides.
+SVG_METADATA = re.compile(r"\s*<metadata>.*?</metadata>", re.S)
+TEXT_CELL_PROMPT = re.compile(r'<div class="jp-InputPrompt jp-InputArea-prompt">\s*</div>'
+                              r'(?=<div class="jp-RenderedHTML)')
+NO_BOX = re.compile(r'<div class="(?:jp-Cell jp-CodeCell jp-Notebook-cell(?: jp-mod-noOutputs)?'
+                    r'|jp-Cell-inputWrapper)">')
+# A code cell keeps the colours of keywords, strings, numbers and comments (k*, s*, m*, c*, ow: Pygments'
+# names): names have no colour in mkdocs-jupyter's CSS, and punctuation and operators take the code's, which
+# leaves out 2,000 of code-part1's elements.
+PLAIN_TOKEN = re.compile(r'<span(?: class="(?![kscm]|ow")[\w-]*")?>([^<]*)</span>')
+
+
+def _colours(code: str) -> str:
+    return PLAIN_TOKEN.sub(r"\1", code)
+
+
+def _unwrapped(markup: str, tag: str, drop) -> str:
+    """`markup` without the <tag> elements whose opening tag `drop` picks; what they held stays."""
+    kept, dropped, start = [], [], 0
+    for match in re.finditer(rf"<{tag}\b[^>]*>|</{tag}>", markup):
+        if match[0].startswith("</"):
+            gone = dropped.pop()
+        else:
+            dropped.append(gone := drop(match[0]))
+        if gone:
+            kept.append(markup[start:match.start()])
+            start = match.end()
+    return "".join(kept) + markup[start:]
+
+
+def _lighter(body: str) -> str:
+    """The notebook's cells with less markup, and the same look."""
+    return _unwrapped(TEXT_CELL_PROMPT.sub("", body), "div", lambda tag: bool(NO_BOX.fullmatch(tag)))
 
 
 def on_post_page(output: str, /, *, page: Page, config: MkDocsConfig) -> str:
@@ -218,7 +257,8 @@ def on_post_page(output: str, /, *, page: Page, config: MkDocsConfig) -> str:
     body = CELL_TAB_STOP.sub(r"\1", JUPYTER_COPY.sub("", body))
     # Material names a code block after the nearest id, and a cell's (cell-id=cell-002) is no CSS selector.
     number = itertools.count(1)
-    body = CELL_CODE.sub(lambda m: f'{m[1]}<pre id="cell-{next(number)}"><code>{m[2]}</code></pre>', body)
+    body = CELL_CODE.sub(lambda m: f'{m[1]}<pre id="cell-{next(number)}"><code>{_colours(m[2])}</code></pre>',
+                         _lighter(body))
     classes = {name for names in CLASSES.findall(body) for name in names.split()}
     css = used_rules(COMMENT.sub("", "\n".join(STYLE.findall(body))), classes)
     name = f"assets/stylesheets/jupyter-{hashlib.sha256(css.encode()).hexdigest()[:12]}.css"
