@@ -4,6 +4,7 @@ The Chinese edition has every page of the English one, written in Chinese, showi
 outputs, and a language switch between the two on every page."""
 
 import html
+import json
 import posixpath
 import re
 import shutil
@@ -359,6 +360,22 @@ def test_every_page_stays_light(built_site, outlines):
     heavy = {str(page.relative_to(built_site)): outline.elements for page, outline in outlines.items()
              if outline.elements > ELEMENTS}
     assert not heavy, f"pages with more than {ELEMENTS} elements: {heavy}"
+
+
+def test_the_search_index_holds_the_words_in_few_bytes(built_site):
+    """Both editions: UTF-8, not \\u escapes (6 bytes for a Chinese character); the Chinese words parted by a
+    zero-width space only where nothing else parts them; and still parted (jieba), so that a search finds one."""
+    for edition in EDITIONS.values():
+        raw = (built_site / edition.prefix / "search" / "search_index.json").read_text()
+        escaped = re.findall(r"(?<!\\)\\u(?!00[01])[0-9a-fA-F]{4}", raw)  # the separator, a regex, spells \\u200b out
+        assert not escaped, f"{edition.prefix}search/search_index.json escapes {len(escaped)} characters: {escaped[:5]}"
+    texts = [entry["text"] for entry in json.loads((built_site / CHINESE.prefix / "search" / "search_index.json")
+                                                   .read_text())["docs"]]
+    parts = "[\\s，。、；：！？（）《》“”]"  # what parts two words without a zero-width space
+    idle = [text[max(0, m.start() - 20):m.end() + 20] for text in texts
+            for m in re.finditer(rf"\u200b(?={parts})|(?<={parts})\u200b", text)]
+    assert not idle, f"{len(idle)} zero-width spaces beside a space or a punctuation mark, e.g. {idle[:3]}"
+    assert any("\u200b数据加载器\u200b" in text for text in texts), "the Chinese text is not split into words"
 
 
 CODE_COLUMN = 80  # characters of code that Material's code column shows on a 1280 px screen
