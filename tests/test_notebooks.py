@@ -134,3 +134,15 @@ def test_a_sentence_that_leads_into_nothing_or_the_pages_markup_is_reported():
     problems = text_problems(notebook, ENGLISH)
     assert [problem.split(":")[0] for problem in problems] == ["cell 0", "cell 3", "cell 3"], problems
     assert "leads into nothing" in problems[0] and "<!-- page only -->" in problems[1], problems
+
+
+def test_a_notebook_leaves_out_what_only_the_page_has(monkeypatch):
+    page = ("# A.1 Title\n\nIt runs on a CPU until you switch it:\n\n"
+            '<figure class="diagram" markdown="0" data-notebook="caption">\n<svg></svg>\n'
+            "<figcaption>Change the <code>runtime</code> type.</figcaption>\n</figure>\n\n"
+            '<figure class="diagram" markdown="0">\n<svg></svg>\n<figcaption>A drawing.</figcaption>\n</figure>\n\n'
+            "The values vary<!-- page only -->, as the output's\ntitle says<!-- /page only -->.\n")
+    monkeypatch.setattr(pages, "page_text", lambda name, docs: page)
+    text = [part for part in notebooks.page_parts("a1-what-is-pytorch.md", ENGLISH) if isinstance(part, str)]
+    assert text == ["## A.1 Title", "", "It runs on a CPU until you switch it:", "",
+                    "Change the `runtime` type.", "", "", "The values vary."], text

@@ -4,10 +4,12 @@
   by the notebook and the plugin's options, not by mkdocs-jupyter's or nbconvert's version. Each edition gets
   its own folder in it, since a build evicts every entry it did not use.
 - Leave the notebooks out of the search index: the chapter pages index the same code.
+- Give each heading the anchor of its place in the English notebook, in the page and its table of contents.
 - Move the CSS that mkdocs-jupyter inlines into every notebook page (~590 KB) into a stylesheet, keeping only
   the rules that can match on the page (~50 KB), drop the markup its own CSS hides, make each code cell a
   Material code block (its copy button), render the math to MathML, put its English words in the edition's,
   and add a box with the chapters the cells come from.
+- Keep the pages light: drop the markup that shows nothing, and colour only what carries meaning in code.
 """
 
 import base64
@@ -215,7 +217,7 @@ NO_BOX = re.compile(r'<div class="(?:jp-Cell jp-CodeCell jp-Notebook-cell(?: jp-
                     r'|jp-Cell-inputWrapper)">')
 # A code cell keeps the colours of keywords, strings, numbers and comments (k*, s*, m*, c*, ow: Pygments'
 # names): names have no colour in mkdocs-jupyter's CSS, and punctuation and operators take the code's, which
-# leaves out 2,000 of code-part1's elements.
+# leaves out about 2,000 of code-part1's elements.
 PLAIN_TOKEN = re.compile(r'<span(?: class="(?![kscm]|ow")[\w-]*")?>([^<]*)</span>')
 
 
@@ -238,7 +240,7 @@ def _unwrapped(markup: str, tag: str, drop) -> str:
 
 
 def _lighter(body: str) -> str:
-    """The notebook's cells with less markup, and the same look."""
+    """The notebook's cells with less markup: what goes showed nothing but the doubled cell's 5 px of padding."""
     return _unwrapped(TEXT_CELL_PROMPT.sub("", body), "div", lambda tag: bool(NO_BOX.fullmatch(tag)))
 
 
