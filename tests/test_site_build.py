@@ -8,6 +8,7 @@ import json
 import posixpath
 import re
 import shutil
+from collections import Counter
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -324,9 +325,10 @@ class Outline(HTMLParser):
     def handle_starttag(self, tag, attributes):
         self.elements += 1
         attributes = dict(attributes)
-        self.ids += [attributes[name] for name in ("id", "name") if name in attributes and (name == "id" or tag == "a")]
+        self.ids += [attributes["id"]] if "id" in attributes else []
+        self.ids += [attributes["name"]] if tag == "a" and "name" in attributes else []
         link = attributes.get("href") or attributes.get("xlink:href")
-        if link and not urlsplit(link).scheme and not link.startswith("//") and (tag != "link"):
+        if link and tag != "link" and not urlsplit(link).netloc and not urlsplit(link).scheme:
             self.links.append(link)
 
 
@@ -341,8 +343,7 @@ def test_every_link_within_the_site_leads_to_an_element_that_exists(built_site, 
     problems = []
     for page, outline in outlines.items():
         name = page.relative_to(built_site)
-        counts = {id: outline.ids.count(id) for id in set(outline.ids)}
-        problems += [f"{name}: id={id!r} on {count} elements" for id, count in sorted(counts.items())
+        problems += [f"{name}: id={id!r} on {count} elements" for id, count in sorted(Counter(outline.ids).items())
                      if count > 1 or not id.strip()]
         for link in outline.links:
             path, fragment = urlsplit(link).path, unquote(urlsplit(link).fragment)
