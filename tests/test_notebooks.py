@@ -74,6 +74,10 @@ def test_the_chinese_notebook_has_the_english_code_and_outputs(name):
 
 
 HEADING_ID = re.compile(r"\{ *#[\w-]+ *\}")  # Markdown's attribute list: Jupyter shows it as text
+# A paragraph that ends in a colon leads into what follows it: a heading, a box's title or the end of the
+# notebook means that what it introduced (a diagram, say) is on the page only.
+LEADS_INTO = re.compile(r"[:：]\s*$")
+INTRODUCES_NOTHING = re.compile(r"#|\*\*[^*]+\*\*$|$")
 LATIN_COMMA = re.compile(r"[\u4e00-\u9fff\w.]+, +[\u4e00-\u9fffA-Z]")  # "A.1, A.2" inside a Chinese sentence
 
 
@@ -84,6 +88,12 @@ def text_problems(notebook: nbformat.NotebookNode, edition) -> list[str]:
         if cell.cell_type != "markdown":
             continue
         problems += [f"cell {index}: {found!r}" for found in HEADING_ID.findall(cell.source)]
+        problems += [f"cell {index}: the page's markup {found!r}" for found in re.findall(r"<!--.*?-->", cell.source)]
+        paragraphs = re.split(r"\n\s*\n", cell.source.strip())
+        after_cell = "code" if index + 1 < len(notebook.cells) and notebook.cells[index + 1].cell_type == "code" else ""
+        problems += [f"cell {index}: {paragraph[-60:]!r} leads into nothing" for paragraph, following
+                     in zip(paragraphs, paragraphs[1:] + [after_cell])
+                     if LEADS_INTO.search(paragraph) and INTRODUCES_NOTHING.match(following)]
         if edition is CHINESE:  # the sentences the recorder writes: intro and earlier-code cells
             generated = [line for line in cell.source.splitlines()
                          if "本书可执行版" in line or edition.words["earlier_code_cell"] in line]
@@ -113,3 +123,26 @@ def test_a_heading_id_or_a_latin_list_in_a_notebook_is_reported():
     problems = text_problems(notebook, CHINESE)
     assert {problem.split(":")[0] for problem in problems} == {"cell 0", "cell 1"}, problems
     assert any("{ #a11" in problem for problem in problems) and any("A.1, A" in problem for problem in problems)
+
+
+def test_a_sentence_that_leads_into_nothing_or_the_pages_markup_is_reported():
+    text = nbformat.v4.new_markdown_cell
+    notebook = nbformat.v4.new_notebook(cells=[
+        text("It runs on a CPU until you switch it:\n\n**Machine-dependent outputs**"),  # a diagram left out
+        text("Run this:"), nbformat.v4.new_code_cell("print(1)"),
+        text("Three things:\n\n1. one\n\nThe values differ<!-- page only -->.\n\nIt ends with:")])
+    problems = text_problems(notebook, ENGLISH)
+    assert [problem.split(":")[0] for problem in problems] == ["cell 0", "cell 3", "cell 3"], problems
+    assert "leads into nothing" in problems[0] and "<!-- page only -->" in problems[1], problems
+
+
+def test_a_notebook_leaves_out_what_only_the_page_has(monkeypatch):
+    page = ("# A.1 Title\n\nIt runs on a CPU until you switch it:\n\n"
+            '<figure class="diagram" markdown="0" data-notebook="caption">\n<svg></svg>\n'
+            "<figcaption>Change the <code>runtime</code> type.</figcaption>\n</figure>\n\n"
+            '<figure class="diagram" markdown="0">\n<svg></svg>\n<figcaption>A drawing.</figcaption>\n</figure>\n\n'
+            "The values vary<!-- page only -->, as the output's\ntitle says<!-- /page only -->.\n")
+    monkeypatch.setattr(pages, "page_text", lambda name, docs: page)
+    text = [part for part in notebooks.page_parts("a1-what-is-pytorch.md", ENGLISH) if isinstance(part, str)]
+    assert text == ["## A.1 Title", "", "It runs on a CPU until you switch it:", "",
+                    "Change the `runtime` type.", "", "", "The values vary."], text

@@ -10,8 +10,10 @@ import posixpath
 import re
 import shutil
 import subprocess
+from collections import Counter
+from html.parser import HTMLParser
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 import pytest
 from bs4 import BeautifulSoup
@@ -454,6 +456,71 @@ def test_math_is_rendered_to_mathml_at_build_time(built_site):
     page = (built_site / "a4-automatic-differentiation" / "index.html").read_text()
     assert len(re.findall(r'<math [^>]*display="block"', page)) == 2
     assert "\\frac" not in html.unescape(page)
+
+
+class Outline(HTMLParser):
+    """A page's elements, its ids (an `<a name>` too) and its links within the site (href or SVG's xlink:href)."""
+
+    def __init__(self, text: str):
+        super().__init__()
+        self.elements, self.ids, self.links = 0, [], []
+        self.feed(text)
+
+    def handle_starttag(self, tag, attributes):
+        self.elements += 1
+        attributes = dict(attributes)
+        self.ids += [attributes["id"]] if "id" in attributes else []
+        self.ids += [attributes["name"]] if tag == "a" and "name" in attributes else []
+        link = attributes.get("href") or attributes.get("xlink:href")
+        if link and tag != "link" and not urlsplit(link).netloc and not urlsplit(link).scheme:
+            self.links.append(link)
+
+
+@pytest.fixture(scope="module")
+def outlines(built_site) -> dict[Path, Outline]:
+    return {page: Outline(page.read_text()) for page in sorted(built_site.rglob("*.html"))}
+
+
+def test_every_link_within_the_site_leads_to_an_element_that_exists(built_site, outlines):
+    """Both editions, notebooks included: no empty or repeated id, and every link with a #fragment (a table of
+    contents, a heading's permalink, a page's link to another's section) names an id of the page it leads to."""
+    problems = []
+    for page, outline in outlines.items():
+        name = page.relative_to(built_site)
+        problems += [f"{name}: id={id!r} on {count} elements" for id, count in sorted(Counter(outline.ids).items())
+                     if count > 1 or not id.strip()]
+        for link in outline.links:
+            path, fragment = urlsplit(link).path, unquote(urlsplit(link).fragment)
+            target = (page.parent / unquote(path)).resolve() if path else page
+            target = target / "index.html" if target.is_dir() else target
+            if link.endswith("#") or fragment and fragment not in getattr(outlines.get(target), "ids", [fragment]):
+                problems.append(f"{name}: {link} leads to no element")
+    assert not problems, f"{len(problems)} problems:\n" + "\n".join(sorted(set(problems))[:30])
+
+
+ELEMENTS = 3000  # at most, on any page: pages stay light on a phone (a large DOM slows every style and layout)
+
+
+def test_every_page_stays_light(built_site, outlines):
+    heavy = {str(page.relative_to(built_site)): outline.elements for page, outline in outlines.items()
+             if outline.elements > ELEMENTS}
+    assert not heavy, f"pages with more than {ELEMENTS} elements: {heavy}"
+
+
+def test_the_search_index_holds_the_words_in_few_bytes(built_site):
+    """Both editions: UTF-8, not \\u escapes (6 bytes for a Chinese character); the Chinese words parted by a
+    zero-width space only where nothing else parts them; and still parted (jieba), so that a search finds one."""
+    for edition in EDITIONS.values():
+        raw = (built_site / edition.prefix / "search" / "search_index.json").read_text()
+        escaped = re.findall(r"(?<!\\)\\u(?!00[01])[0-9a-fA-F]{4}", raw)  # the separator, a regex, spells \\u200b out
+        assert not escaped, f"{edition.prefix}search/search_index.json escapes {len(escaped)} characters: {escaped[:5]}"
+    texts = [entry["text"] for entry in json.loads((built_site / CHINESE.prefix / "search" / "search_index.json")
+                                                   .read_text())["docs"]]
+    parts = "[\\s，。、；：！？（）《》“”]"  # what parts two words without a zero-width space
+    idle = [text[max(0, m.start() - 20):m.end() + 20] for text in texts
+            for m in re.finditer(rf"\u200b(?={parts})|(?<={parts})\u200b", text)]
+    assert not idle, f"{len(idle)} zero-width spaces beside a space or a punctuation mark, e.g. {idle[:3]}"
+    assert any("\u200b数据加载器\u200b" in text for text in texts), "the Chinese text is not split into words"
 
 
 CODE_COLUMN = 80  # characters of code that Material's code column shows on a 1280 px screen

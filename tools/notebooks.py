@@ -13,6 +13,17 @@ KERNEL = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": 
 ADMONITION = re.compile(r'^(?:!!!|\?\?\?\+?|===) ?(\w*)(?: *"([^"]*)")?\s*$')
 FENCE = re.compile(r"^(`{3,})(\w*)")
 LOCAL_LINK = re.compile(r"\[([^\]]+)\]\((?!https?://)[^)]*\)")
+# What a notebook lacks: the page's text between these marks speaks of it (an output's title, the box at the
+# end of the page) and is left out. A figure goes too, except one the text leads into (data-notebook="caption"),
+# whose caption then says in words what it shows.
+PAGE_ONLY = re.compile(r"<!-- page only -->.*?<!-- /page only -->", re.S)
+FIGURE = re.compile(r"<figure([^>]*)>.*?(?:<figcaption>(.*?)</figcaption>.*?)?</figure>\n?", re.S)
+
+
+def _figure(match: re.Match) -> str:
+    if 'data-notebook="caption"' not in match[1]:
+        return ""
+    return re.sub(r"</?code>", "`", match[2]) + "\n"
 
 
 @dataclass(frozen=True)
@@ -26,8 +37,7 @@ class Code:
 def page_parts(page: str, edition: Edition) -> list[str | Code]:
     """The page in `edition` as lines of text (as a notebook's text cell shows them) and code cells, in order."""
     text = re.sub(r"\A---\n.*?\n---\n", "", pages.page_text(page, edition.docs), flags=re.S)
-    text = prerequisites.fill(text, edition)
-    text = re.sub(r"<figure.*?</figure>\n?", "", text, flags=re.S)
+    text = FIGURE.sub(_figure, PAGE_ONLY.sub("", prerequisites.fill(text, edition)))
     parts, fence, language, include, earlier = [], None, "", 0, False
 
     def add(line: str | None):

@@ -4,10 +4,12 @@
   by the notebook and the plugin's options, not by mkdocs-jupyter's or nbconvert's version. Each edition gets
   its own folder in it, since a build evicts every entry it did not use.
 - Leave the notebooks out of the search index: the chapter pages index the same code.
+- Give each heading the anchor of its place in the English notebook, in the page and its table of contents.
 - Move the CSS that mkdocs-jupyter inlines into every notebook page (~590 KB) into a stylesheet, keeping only
   the rules that can match on the page (~50 KB), drop the markup its own CSS hides, make each code cell a
   Material code block (its copy button), render the math to MathML, put its English words in the edition's,
   and add a box with the chapters the cells come from.
+- Keep the pages light: drop the markup that shows nothing, and colour only what carries meaning in code.
 """
 
 import base64
@@ -15,6 +17,7 @@ import hashlib
 import html
 import importlib.metadata
 import itertools
+import json
 import logging
 import re
 import shutil
@@ -23,6 +26,7 @@ from functools import partial
 from pathlib import Path
 
 import latex2mathml.converter
+import markdown.extensions.toc
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.structure.files import Files
 from mkdocs.structure.nav import Navigation
@@ -56,9 +60,58 @@ def on_config(config: MkDocsConfig) -> MkDocsConfig:
 
 
 def on_page_content(html: str, /, *, page: Page, config: MkDocsConfig, files: Files) -> str:
-    if page.file.src_uri.endswith(".ipynb"):
-        page.meta["search"] = {"exclude": True}  # read by Material's search plugin
-    return html
+    if not page.file.src_uri.endswith(".ipynb"):
+        return html
+    page.meta["search"] = {"exclude": True}  # read by Material's search plugin
+    return _with_anchors(html, page, config)
+
+
+# A heading's id, in the page and in its table of contents. mkdocs-jupyter makes both from the heading's
+# ASCII letters only, so a heading in Chinese alone got id="" and a link to #_1 that led nowhere. Each
+# heading takes the anchor of its place in the English notebook instead, as the Chinese chapter pages keep the
+# English pages' anchors.
+HEADING = re.compile(r'(<h[1-6] id=")[^"]*(">(?:(?!</h).)*?<a class="anchor-link" href="#)[^"]*(")', re.S)
+MARKDOWN_HEADING = re.compile(r"^#{1,6} +(.+?) *#*$", re.M)
+
+
+def _english_anchors(name: str, config: MkDocsConfig) -> list[str]:
+    """The anchors of the headings of the English notebook `name`, in order, as the toc extension makes them."""
+    toc = config.mdx_configs.get("toc", {})
+    slugify, used, anchors = toc.get("slugify", markdown.extensions.toc.slugify), set(), []
+    notebook = json.loads((editions.ENGLISH.notebooks / f"{name}.ipynb").read_text())
+    for cell in notebook["cells"]:
+        if cell["cell_type"] == "markdown":
+            text = re.sub(r"^(`{3,}|\$\$).*?^\1", "", "".join(cell["source"]), flags=re.S | re.M)
+            for heading in MARKDOWN_HEADING.findall(text):
+                anchors.append(markdown.extensions.toc.unique(slugify(heading, toc.get("separator", "-")), used))
+    return anchors
+
+
+def _with_anchors(html: str, page: Page, config: MkDocsConfig) -> str:
+    name = Path(page.file.src_uri).stem
+    if name not in pages.NOTEBOOKS:
+        return html
+    anchors = _english_anchors(name, config)
+
+    def toc_links(links):
+        for link in links:
+            yield link
+            yield from toc_links(link.children)
+
+    links, headings = list(toc_links(page.toc)), HEADING.findall(html)
+    if not len(links) == len(headings) == len(anchors):
+        log.warning(f"{page.file.src_uri} has {len(headings)} headings ({len(links)} in its table of contents), "
+                    f"its English notebook {len(anchors)}: run `make outputs`")
+        return html
+    for link, anchor in zip(links, anchors):
+        link.id = anchor
+    anchor = iter(anchors)
+
+    def with_anchor(heading: re.Match) -> str:
+        id = next(anchor)
+        return f"{heading[1]}{id}{heading[2]}{id}{heading[3]}"
+
+    return HEADING.sub(with_anchor, html)
 
 
 STYLE = re.compile(r"<style[^>]*>(.*?)</style>\s*", re.S)
@@ -149,7 +202,46 @@ def _inline_plot(words: dict, recorded: dict[str, str], match: re.Match) -> str:
         log.warning("a notebook shows a plot that is not recorded (snippets/outputs/*/*.svg); run `make outputs`")
         return match[0]
     caption = html.escape(words[f"plot:{key}"], quote=True)
-    return svg[svg.index("<svg"):].replace("<svg ", f'<svg role="img" aria-label="{caption}" ', 1)
+    svg = _unwrapped(SVG_METADATA.sub("", svg[svg.index("<svg"):]), "g", lambda tag: tag == "<g>")
+    return svg.replace("<svg ", f'<svg role="img" aria-label="{caption}" ', 1)
+
+
+# A light page (at most 3,000 elements, tests/test_site_build.py), code-part1 too, which has the code of eight
+# chapters: the markup that shows nothing goes. Matplotlib groups each part of a plot in a <g> that has no
+# attribute, and describes itself in <metadata>; mkdocs-jupyter wraps each code cell in a second cell, and each
+# cell in a flex row that holds one child, and gives a text cell a prompt that its own CSS hides.
+SVG_METADATA = re.compile(r"\s*<metadata>.*?</metadata>", re.S)
+TEXT_CELL_PROMPT = re.compile(r'<div class="jp-InputPrompt jp-InputArea-prompt">\s*</div>'
+                              r'(?=<div class="jp-RenderedHTML)')
+NO_BOX = re.compile(r'<div class="(?:jp-Cell jp-CodeCell jp-Notebook-cell(?: jp-mod-noOutputs)?'
+                    r'|jp-Cell-inputWrapper)">')
+# A code cell keeps the colours of keywords, strings, numbers and comments (k*, s*, m*, c*, ow: Pygments'
+# names): names have no colour in mkdocs-jupyter's CSS, and punctuation and operators take the code's, which
+# leaves out about 2,000 of code-part1's elements.
+PLAIN_TOKEN = re.compile(r'<span(?: class="(?![kscm]|ow")[\w-]*")?>([^<]*)</span>')
+
+
+def _colours(code: str) -> str:
+    return PLAIN_TOKEN.sub(r"\1", code)
+
+
+def _unwrapped(markup: str, tag: str, drop) -> str:
+    """`markup` without the <tag> elements whose opening tag `drop` picks; what they held stays."""
+    kept, dropped, start = [], [], 0
+    for match in re.finditer(rf"<{tag}\b[^>]*>|</{tag}>", markup):
+        if match[0].startswith("</"):
+            gone = dropped.pop()
+        else:
+            dropped.append(gone := drop(match[0]))
+        if gone:
+            kept.append(markup[start:match.start()])
+            start = match.end()
+    return "".join(kept) + markup[start:]
+
+
+def _lighter(body: str) -> str:
+    """The notebook's cells with less markup: what goes showed nothing but the doubled cell's 5 px of padding."""
+    return _unwrapped(TEXT_CELL_PROMPT.sub("", body), "div", lambda tag: bool(NO_BOX.fullmatch(tag)))
 
 
 def on_post_page(output: str, /, *, page: Page, config: MkDocsConfig) -> str:
@@ -167,7 +259,8 @@ def on_post_page(output: str, /, *, page: Page, config: MkDocsConfig) -> str:
     body = CELL_TAB_STOP.sub(r"\1", JUPYTER_COPY.sub("", body))
     # Material names a code block after the nearest id, and a cell's (cell-id=cell-002) is no CSS selector.
     number = itertools.count(1)
-    body = CELL_CODE.sub(lambda m: f'{m[1]}<pre id="cell-{next(number)}"><code>{m[2]}</code></pre>', body)
+    body = CELL_CODE.sub(lambda m: f'{m[1]}<pre id="cell-{next(number)}"><code>{_colours(m[2])}</code></pre>',
+                         _lighter(body))
     classes = {name for names in CLASSES.findall(body) for name in names.split()}
     css = used_rules(COMMENT.sub("", "\n".join(STYLE.findall(body))), classes)
     name = f"assets/stylesheets/jupyter-{hashlib.sha256(css.encode()).hexdigest()[:12]}.css"
