@@ -680,10 +680,11 @@ LENGTH = """() => {
 
 @pytest.mark.parametrize("url", [f"{edition.prefix}{page}/" for edition in EDITIONS.values()
                                  for page in ("a9-multi-gpu-training", "a9-ddp-in-practice")])
-def test_a93_pages_fit_a_phone(tab, url):
+def test_a93_pages_fit_a_phone(tab, events, url):
     tab.set_viewport_size(PHONE)
     problems = open_page(tab, url)
     height, changes = tab.evaluate(LENGTH)
+    problems += events.settled(tab)  # the search's scripts, which the next page would cut off
     screens = PHONE["height"]
     if height > PHONE_SCREENS * screens:
         problems.append(f"{height / screens:.1f} phone screens long, more than {PHONE_SCREENS}")

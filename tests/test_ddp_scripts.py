@@ -182,6 +182,14 @@ def test_every_changed_part_has_its_reason_and_every_reason_a_changed_part(scrip
                                    f"({where}): {sorted(declared - changed)}"
 
 
+@pytest.mark.parametrize("script", SCRIPT_NAMES)
+def test_no_line_is_shown_removed_and_added_again_for_its_indentation(script):
+    for part in script_diff.compare(script):
+        removed, added = ({line[1:] for line in part.diff if line[0] == sign} for sign in "-+")
+        again = {a.strip() for a in added for r in removed if a.strip() == r.strip() != "" and a != r}
+        assert not again, f"scripts/{script}, {part.name}: lines shown removed and added again: {sorted(again)}"
+
+
 def test_a_part_without_a_reason_is_found(monkeypatch, tmp_path):
     """The check above can fail: a script with one more changed part has a part without a reason."""
     changed = tmp_path / "DDP-script.py"

@@ -103,7 +103,7 @@ def hunks(diff: list[str], context: int = 2) -> list[str]:
 
 
 @cache
-def reasons() -> dict[str, dict[str, dict[str, str]]]:
+def reasons() -> dict[str, dict[str, dict[str, dict[str, str]]]]:
     """{script: {part: {language: {"summary": ..., "reason": ...}}}}; ValueError naming the entry if one is
     malformed."""
     declared, keys = {}, ("summary", "summary_zh", "reason", "reason_zh")
