@@ -345,8 +345,9 @@ def _scripts_as_html(content: str, page: str, edition) -> str:
         listed = words["list"].join(names)
         if how == " as a diff":
             changed = {part.name: part.diff for part in script_diff.compare_book_torchrun()}
-            diff = "\n".join(line for name in names for line in script_diff.hunks(changed.get(name, []), context=1))
-            return _code_html(diff, "diff", words["book_torchrun_diff"].format(parts=listed))
+            lines = [line for name in names for line in script_diff.hunks(changed.get(name, []), context=1)]
+            lines = [line for i, line in enumerate(lines) if not (line == " ..." and lines[i - 1:i] == [line])]
+            return _code_html("\n".join(lines), "diff", words["book_torchrun_diff"].format(parts=listed))
         title = words["book_script"].format(script=script, parts=listed)
         code = script_diff.parts((script_diff.BOOK / script).read_text())
         block = _code_html("\n\n\n".join(code.get(name, "") for name in names), "python", title)
