@@ -245,8 +245,8 @@ def label(entry, note="", language="en", readme=False):
     machine = entry["machine"]
     about = words["bench_machine"].format(**{**machine, "gpu": machine["gpu"] or words["no_gpu"]})
     date = entry["date"] + (words["at_commit"].format(commit=entry["commit"]) if "commit" in entry else "")
-    return words["measured_by" if readme else "measured_on"].format(command=entry["command"], date=date,
-                                                                     machine=about, note=note)
+    return EDITIONS[language].spaced(words["measured_by" if readme else "measured_on"].format(
+        command=entry["command"], date=date, machine=about, note=note))
 
 
 def ratio(value, baseline):

@@ -239,7 +239,7 @@ CHINESE = Edition("zh", "简体中文", "mkdocs.zh.yml", ROOT / "docs-zh", "zh/"
     "chapter_range": "{first} 至 {last}",
     "measured_on": "*于 {date} 测得：{machine}{note}。*",
     "at_commit": "（提交 {commit}）",
-    "bench_machine": "{system}，{cpu}，{cores} 核，{gpu}，Python {python}，torch {torch}",
+    "bench_machine": "{system}，处理器（{cpu}），{cores} 核，{gpu}，Python {python}，torch {torch}",  # （）: a name
     "no_gpu": "无 GPU",
     "bench_matmul": ("在下面这台机器上，这次乘法用 {threads} 个 torch 线程耗时 {cpu_us:.0f} µs"
                      "（单线程 {cpu_1_thread_us:.0f} µs）{gpu}。"),
