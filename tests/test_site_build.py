@@ -258,9 +258,10 @@ def chinese_texts() -> dict[str, str]:
              *CHINESE.notebooks.glob("*.ipynb"), *ROOT.glob("measured/*.zh.md"), ROOT / CHINESE.config]
     texts = {str(path.relative_to(ROOT)): path.read_text() for path in paths}
     texts["tools/editions.py (CHINESE.words)"] = "\n".join(CHINESE.words.values())
-    for declared in ("snippets/varying_outputs.toml", "snippets/book_differences.toml"):
-        texts[f"{declared} (reason_zh)"] = "\n".join(re.findall(r'^reason_zh = (.*?)(?=^\w|\Z)',
-                                                                (ROOT / declared).read_text(), re.S | re.M))
+    for declared in ("snippets/varying_outputs.toml", "snippets/book_differences.toml",
+                     "snippets/script_differences.toml"):
+        texts[f"{declared} (reason_zh, summary_zh)"] = "\n".join(re.findall(
+            r'^(?:reason|summary)_zh = (.*?)(?=^\w|\Z)', (ROOT / declared).read_text(), re.S | re.M))
     return texts
 
 
