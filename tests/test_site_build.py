@@ -418,8 +418,8 @@ def test_the_supported_pythons_come_from_pyproject(edition, built_site):
     assert re.search(rf"[(（]{re.escape(oldest)} ", article_text(built_site, f"{edition.prefix}exercises"))
     assert f"sys.version_info >= (3, {oldest.split('.')[1]})" in pages.section_code(
         "exercise_solutions", "a1_python_version")
-    make = subprocess.run(["make", "-s", "--eval", "pythons: ; @echo $(SUPPORTED_PYTHONS)", "pythons"], cwd=ROOT,
-                          capture_output=True, text=True, check=True)
+    make = subprocess.run(["make", "-s", "--no-print-directory", "--eval", "pythons: ; @echo $(SUPPORTED_PYTHONS)",
+                           "pythons"], cwd=ROOT, capture_output=True, text=True, check=True)  # also under make -C
     assert make.stdout.split() == [f"3.{minor}" for minor in range(int(oldest[2:]), int(newest[2:]) + 1)]
 
 
