@@ -10,8 +10,8 @@ print(sys.version_info >= (3, 10))
 # --8<-- [start:a2_versions]
 from importlib.metadata import PackageNotFoundError, version
 
-# The appendix's code needs torch and numpy; its notebooks, matplotlib for
-# the plots and, on your own machine, JupyterLab to open them.
+# The appendix's code needs torch, numpy and, for its plots, matplotlib;
+# JupyterLab opens its notebooks on your own machine.
 packages = ["torch", "numpy", "matplotlib", "jupyterlab"]
 for package in packages:
     try:
