@@ -37,7 +37,7 @@ class Edition:
     def listing(self, items: list[str]) -> str:
         """"a, b and c" in this language."""
         *rest, last = items
-        return self.words["list_and"].format(rest=self.words["list_comma"].join(rest), last=last) if rest else last
+        return self.words["list_and"].format(rest=self.words["list"].join(rest), last=last) if rest else last
 
     def spaced(self, sentence: str) -> str:
         """A generated sentence as this edition writes it: in Chinese, a space where a Chinese
@@ -81,7 +81,6 @@ ENGLISH = Edition("en", "English", "mkdocs.yml", ROOT / "docs", "", {
     "earlier_code_cell": "**Code from earlier sections**, so that this part runs on its own:",
     "run_it_yourself": "Run it yourself",
     "download": "Download {script}, this page's code as one script that runs alone with {packages} installed",
-    "list_comma": ", ",
     "list_and": "{rest} and {last}",
     # What a reader installs (tools/prerequisites.py): the supported Pythons, the packages by page.
     "python_range": "{oldest} to {newest}",
@@ -206,7 +205,6 @@ CHINESE = Edition("zh", "简体中文", "mkdocs.zh.yml", ROOT / "docs-zh", "zh/"
     "earlier_code_cell": "**前面各节的代码**：放在这里，是为了让这一部分能够独立运行：",
     "run_it_yourself": "自己动手运行",
     "download": "下载 {script}：本页的全部代码合成的一个脚本，装好 {packages} 即可独立运行",
-    "list_comma": "、",
     "list_and": "{rest} 和 {last}",
     "python_range": "{oldest} 至 {newest}",
     "needs_column": "需要安装",

@@ -320,7 +320,7 @@ def _repository_line(config, edition) -> str:
 #   <!-- diff of SCRIPT -->                            ours: a list of the changed parts, each opening its diff
 # Every part of the book's DDP-script.py, and every part its torchrun script changes, is shown once.
 
-BOOK_MARK = re.compile(r"<!-- book's (DDP-script(?:-torchrun)?\.py)(, folded| as a diff)?: ([\w, ]+) -->")
+BOOK_MARK = re.compile(r"<!-- book's (DDP-script\.py|DDP-script-torchrun\.py as a diff)(, folded)?: ([\w, ]+) -->")
 
 
 def _code_html(code: str, language: str, title: str) -> str:
@@ -338,27 +338,27 @@ def _folded(summary: str, body: str) -> str:
 
 def _scripts_as_html(content: str, page: str, edition) -> str:
     words, shown = edition.words, []
+    if BOOK_MARK.search(content):
+        book = script_diff.parts((script_diff.BOOK / "DDP-script.py").read_text())
+        torchrun_changes = {part.name: part.diff for part in script_diff.compare_book_torchrun() if part.diff}
 
     def book_parts(match):
-        script, how, names = match[1], match[2], [name.strip() for name in match[3].split(",")]
+        script, names = match[1].split()[0], [name.strip() for name in match[3].split(",")]
         shown.extend((script, name) for name in names)
         listed = words["list"].join(names)
-        if how == " as a diff":
-            changed = {part.name: part.diff for part in script_diff.compare_book_torchrun()}
-            lines = [line for name in names for line in script_diff.hunks(changed.get(name, []), context=1)]
+        if script == "DDP-script-torchrun.py":
+            lines = [line for name in names for line in script_diff.hunks(torchrun_changes.get(name, []), context=1)]
             lines = [line for i, line in enumerate(lines) if not (line == " ..." and lines[i - 1:i] == [line])]
             return _code_html("\n".join(lines), "diff", words["book_torchrun_diff"].format(parts=listed))
         title = words["book_script"].format(script=script, parts=listed)
-        code = script_diff.parts((script_diff.BOOK / script).read_text())
-        block = _code_html("\n\n\n".join(code.get(name, "") for name in names), "python", title)
-        return _folded(escape(title), block) if how == ", folded" else block
+        block = _code_html("\n\n\n".join(book.get(name, "") for name in names), "python", title)
+        return _folded(escape(title), block) if match[2] else block
 
     content = BOOK_MARK.sub(book_parts, content)
     if shown:
-        wanted = {("DDP-script.py", name) for name in script_diff.parts((script_diff.BOOK / "DDP-script.py")
-                                                                        .read_text())}
+        wanted = {("DDP-script.py", name) for name in book}
         if any(script == "DDP-script-torchrun.py" for script, _ in shown):
-            wanted |= {("DDP-script-torchrun.py", p.name) for p in script_diff.compare_book_torchrun() if p.diff}
+            wanted |= {("DDP-script-torchrun.py", name) for name in torchrun_changes}
         if missing := sorted(wanted - set(shown)):
             log.warning(f"{page} leaves out the book's parts {missing}; show each with <!-- book's ... -->")
         if twice := sorted({entry for entry in shown if shown.count(entry) > 1 or entry not in wanted}):
