@@ -12,9 +12,8 @@ from pathlib import Path
 import pytest
 from mkdocs.utils.yaml import yaml_load
 
-from tools import record, store
+from tools import ROOT, record, store
 from tools.editions import EDITIONS, Edition
-from tools.sections import ROOT
 
 UPDATED = []  # what --update-outputs wrote, reported at the end of the session
 

@@ -24,9 +24,9 @@ import torch.nn.functional as F
 from torch.utils.data import DataLoader
 from torch.utils.data.distributed import DistributedSampler
 
+from tools import ROOT
 from tools.runner import FAULT_INJECTION, SCRIPT_RUNS, in_rank_order, kill_group, session
 from tools.runner import ddp_environment as environment
-from tools.sections import ROOT
 from tools.store import SCRIPT_OUTPUTS, compare_text, patterns_of, varying_patterns
 
 SCRIPTS = ROOT / "scripts"

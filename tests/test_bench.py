@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from tools.bench import README_END, README_START, ROOT, render
-from tools.hooks.notebooks import converter_key
+from tools.hooks.render_notebooks import converter_key
 
 NOTEBOOK_TEXT = "A sentence that only this notebook holds."
 

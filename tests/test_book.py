@@ -1,4 +1,4 @@
-"""The site reads like the book: every code cell of the book's notebooks (pinned in tests/upstream/)
+"""The site reads like the book: every code cell of the book's notebooks (pinned in book/)
 is one block of its pages, in the book's order, with the book's text, comments and blank lines included;
 every output of the book that does not depend on the machine is shown with the book's value; or the
 difference is declared in snippets/book_differences.toml and explained in a note beside the block, in both
@@ -16,8 +16,7 @@ import nbformat
 import pytest
 from bs4 import BeautifulSoup
 
-from tools import book, pages, store
-from tools.book import UPSTREAM
+from tools import BOOK, book, pages, store
 from tools.editions import EDITIONS, ENGLISH
 
 
@@ -88,7 +87,7 @@ def test_the_pages_show_the_books_code_and_outputs():
 ], ids=["changed code", "changed output", "cells swapped", "comment", "cell boundary", "import"])
 def test_a_change_in_the_books_notebook_is_reported(changes, reported, tmp_path):
     for name in pages.NOTEBOOKS:
-        shutil.copy(UPSTREAM / f"{name}.ipynb", tmp_path)
+        shutil.copy(BOOK / f"{name}.ipynb", tmp_path)
     notebook = nbformat.read(tmp_path / "code-part1.ipynb", as_version=4)
     code = [cell for cell in notebook.cells if cell.cell_type == "code"]
     for number, change in changes.items():
@@ -108,11 +107,11 @@ def test_a_change_in_the_books_notebook_is_reported(changes, reported, tmp_path)
 def test_an_undeclared_difference_and_a_stale_declaration_are_reported():
     declared = book.differences()
     without = tuple(d for d in declared if d.cells != (8,))
-    problems = problems_of(book.comparisons(UPSTREAM, without), without)
+    problems = problems_of(book.comparisons(BOOK, without), without)
     assert len(problems) == 1 and problems[0].startswith("code-part2 code cell 8 is not on the pages"), problems
     stale = book.Difference("code-part1", (10,), None, ("a2_tensors:shape",), {"en": "", "zh": ""},
                             "a2-understanding-tensors.md")
-    problems = problems_of(book.comparisons(UPSTREAM, (*declared, stale)), (*declared, stale))
+    problems = problems_of(book.comparisons(BOOK, (*declared, stale)), (*declared, stale))
     assert len(problems) == 1 and "code-part1 code cell 10 is declared" in problems[0], problems
 
 

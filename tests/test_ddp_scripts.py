@@ -30,10 +30,10 @@ from ddp_harness import (
     single_process_weights,
 )
 
-from tools import script_diff
+from tools import ROOT, script_diff
 from tools.runner import ddp_environment as environment
 from tools.runner import in_rank_order, trained_fully
-from tools.sections import ROOT, section_code
+from tools.sections import section_code
 
 SCRIPT_NAMES = ["DDP-script.py", "DDP-script-torchrun.py"]
 LAUNCHERS = {"spawn": "DDP-script.py", "torchrun": "DDP-script-torchrun.py"}  # both print the recorded run

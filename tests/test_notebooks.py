@@ -10,9 +10,8 @@ import pytest
 from conftest import needs_torch
 from nbclient import NotebookClient
 
-from tools import notebooks, pages, store
+from tools import ROOT, notebooks, pages, store
 from tools.editions import CHINESE, EDITIONS, ENGLISH
-from tools.sections import ROOT
 
 NAMES = list(pages.NOTEBOOKS)
 

@@ -16,7 +16,8 @@ import torch
 from conftest import ROOT
 
 from tools import pages, store
-from tools.sections import OUTPUTS, SNIPPETS, read_chunks
+from tools.sections import SNIPPETS, read_chunks
+from tools.store import OUTPUTS
 
 DRAWS = 300  # fresh random states per output that prints an unseeded draw
 

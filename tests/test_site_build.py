@@ -19,7 +19,7 @@ import pytest
 from bs4 import BeautifulSoup
 from conftest import PUBLISHED, ROOT, SUB_PATH, mkdocs_build, nav_pages
 
-from tools import book, pages, prerequisites
+from tools import BOOK, book, pages, prerequisites
 from tools.editions import CHINESE, EDITIONS, ENGLISH, GLOSSARY
 from tools.store import tomllib
 
@@ -114,7 +114,7 @@ def where_it_leads(url: str, repository: str | None) -> str | None:
             return None if (owner_name, ref) == (site, "main") and (ROOT / path).is_file() else "not this repository's"
         pinned = (urlsplit(pages.BOOK_REPOSITORY).path.strip("/"), pages.book_commit())
         return None if (owner_name, ref) == pinned and path.startswith(pages.BOOK_NOTEBOOKS + "/") and (
-            pages.UPSTREAM / Path(path).name).is_file() else "not the book's notebook at the pinned commit"
+            BOOK / Path(path).name).is_file() else "not the book's notebook at the pinned commit"
     if site and url.startswith(repository):
         rest = url.removeprefix(repository)
         if rest in ("", "/issues") or (rest.startswith("/edit/main/") and (ROOT / rest[11:]).is_file()):
@@ -530,7 +530,7 @@ CODE_COLUMN = 80  # characters of code that Material's code column shows on a 12
 def test_no_code_on_a_page_is_wider_than_the_code_column(built_site):
     """Code blocks and notebook cells, both editions; outputs wrap and shell commands may run long, and so
     may the book's own lines in the A.9.3 pages' listing and diffs of its DDP scripts (they wrap)."""
-    books = {line.rstrip() for script in (ROOT / "tests" / "upstream").glob("*.py")
+    books = {line.rstrip() for script in (ROOT / "book").glob("*.py")
              for line in script.read_text().splitlines()}
     wide = []
     for page in sorted(built_site.rglob("*.html")):
@@ -593,7 +593,7 @@ WARNINGS = {  # problems the build reports as warnings, which --strict turns int
 @pytest.mark.parametrize("planted", [MISSING_SECTION, WARNINGS], ids=["a missing section", "warnings"])
 def test_the_strict_build_stops_on_a_broken_repository_and_names_each_problem(planted, tmp_path):
     copy = tmp_path / "repo"  # of everything the build reads, to break without touching the repository
-    for name in ["docs", "snippets", "scripts", "tools", "overrides", "measured", "tests/upstream"]:
+    for name in ["docs", "snippets", "scripts", "tools", "overrides", "measured", "book"]:
         shutil.copytree(ROOT / name, copy / name, ignore=shutil.ignore_patterns("__pycache__"))
     for name in ["mkdocs.yml", "pyproject.toml"]:  # pyproject.toml: the supported Pythons
         shutil.copy(ROOT / name, copy / name)

@@ -33,8 +33,8 @@ from pathlib import Path
 
 import yaml
 
+from tools import ROOT
 from tools.editions import EDITIONS, ENGLISH
-from tools.sections import ROOT
 
 SECTIONS = ("builds", "pages", "matmul", "ddp", "tests")
 QUICK = ("builds", "pages", "matmul")

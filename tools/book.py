@@ -1,6 +1,6 @@
 """The book's cells on the pages, and where the pages differ from the book.
 
-Each code cell of the book's notebooks (pinned in tests/upstream/) is one block of its pages, with the
+Each code cell of the book's notebooks (pinned in book/) is one block of its pages, with the
 book's text; or snippets/book_differences.toml declares the difference. The build labels each block with
 the book's cell it shows (compare() finds them, so a label cannot drift), shows each declaration as a
 "Differs from the book" note under the block of its section, on the first page of the book's notebook
@@ -19,10 +19,9 @@ try:
 except ModuleNotFoundError:  # Python 3.10: the backport, pinned for it in requirements-site.in
     import tomli as tomllib
 
-from tools import pages
-from tools.sections import ROOT, SNIPPETS
+from tools import BOOK, pages
+from tools.sections import SNIPPETS
 
-UPSTREAM = ROOT / "tests" / "upstream"
 DECLARED = SNIPPETS / "book_differences.toml"
 ISSUES = "https://github.com/rasbt/LLMs-from-scratch/issues/"
 ISSUE = re.compile(r"rasbt/LLMs-from-scratch#(\d+)")
@@ -110,7 +109,7 @@ class BookCell:
         return "\n".join(lines).strip("\n")
 
 
-def book_cells(name: str, folder: Path = UPSTREAM) -> list[BookCell]:
+def book_cells(name: str, folder: Path = BOOK) -> list[BookCell]:
     cells = json.loads((folder / f"{name}.ipynb").read_text())["cells"]
     code = [cell for cell in cells if cell["cell_type"] == "code"]
     return [BookCell(number, "".join(cell["source"]), tuple(cell.get("outputs", ())))
@@ -157,7 +156,7 @@ def compare(name: str, cells: list[BookCell], declared: tuple[Difference, ...]) 
 
 
 @cache
-def comparisons(folder: Path = UPSTREAM, declared: tuple[Difference, ...] | None = None) -> dict[str, Comparison]:
+def comparisons(folder: Path = BOOK, declared: tuple[Difference, ...] | None = None) -> dict[str, Comparison]:
     declared = differences() if declared is None else declared
     return {name: compare(name, book_cells(name, folder), declared) for name in pages.NOTEBOOKS}
 

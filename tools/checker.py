@@ -3,7 +3,7 @@
     python -m tools.checker                      # write check-appendix-a.py here
     python -m tools.checker versions [PYTHON...]  # make checker-versions
 
-The reader's program is tools/checker_template.py; the build (tools/hooks/pages.py) serves it
+The reader's program is tools/checker_template.py; the build (tools/hooks/render_pages.py) serves it
 with what it needs embedded, taken from the repository when the site is built: every chapter
 page's download (tools/pages.py), what each of its cells printed when recorded, the declared
 machine-dependent lines, and, as their source, the recorder's own page runner (which runs a download
@@ -27,9 +27,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from tools import pages, store
+from tools import ROOT, pages, store
 from tools.editions import EDITIONS, ENGLISH
-from tools.sections import ROOT
 
 NAME = "check-appendix-a.py"
 TEMPLATE = ROOT / "tools" / "checker_template.py"

@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from tools.sections import ROOT
+from tools import ROOT
 
 
 @dataclass(frozen=True)

@@ -21,10 +21,9 @@ from pathlib import Path
 
 import torch
 
-from tools import record
+from tools import ROOT, record
 from tools.runner import ddp_environment as environment
 from tools.runner import in_rank_order, trained_fully
-from tools.sections import ROOT
 from tools.store import SCRIPT_OUTPUTS
 
 GPU_RUNS = SCRIPT_OUTPUTS / "gpu"  # the DDP scripts on GPUs (the pages' GPU outputs: store.GPU_OUTPUTS)

@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from tools import BOOK, ROOT
 from tools.editions import ENGLISH
-from tools.sections import ROOT, section_code
+from tools.sections import section_code
 
 DOCS = ROOT / "docs"
 # The one mapping from notebooks to pages: name -> pages in order (the titles are in tools/editions.py).
@@ -150,14 +151,13 @@ def split_download(text: str) -> list[str]:
     return [part.strip("\n") for part in text.split("\n# %%\n")[1:]]
 
 
-# The book's code, and where its notebooks (the names of ours) are, at the commit tests/upstream/ copies.
+# The book's code, and where its notebooks (the names of ours) are, at the commit book/ copies.
 BOOK_REPOSITORY = "https://github.com/rasbt/LLMs-from-scratch"
 BOOK_NOTEBOOKS = "appendix-A/01_main-chapter-code"
-UPSTREAM = ROOT / "tests" / "upstream"
 
 
 def book_commit() -> str:
-    return re.search(r"at commit\s+`([0-9a-f]{40})`", (UPSTREAM / "README.md").read_text())[1]
+    return re.search(r"at commit\s+`([0-9a-f]{40})`", (BOOK / "README.md").read_text())[1]
 
 
 def site_repository(config) -> str | None:

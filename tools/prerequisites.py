@@ -7,8 +7,7 @@ them). A page says either through a mark, which the hooks and the notebooks repl
 
 import re
 
-from tools import pages
-from tools.sections import ROOT
+from tools import ROOT, pages
 from tools.store import tomllib
 
 

@@ -30,11 +30,10 @@ import sys
 from itertools import zip_longest
 from pathlib import Path
 
-from tools import pages
+from tools import ROOT, pages
 from tools.editions import EDITIONS
 from tools.notebooks import notebook_text
 from tools.runner import SCRIPT_RUNS, in_parallel, run_page, run_script
-from tools.sections import ROOT
 from tools.store import (
     GPU_OUTPUTS,
     SCRIPT_OUTPUTS,

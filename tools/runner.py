@@ -15,8 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from tools import pages
-from tools.sections import ROOT
+from tools import ROOT, pages
 from tools.store import RecordingError
 
 PAGE_RUNNER = ROOT / "tools" / "page_runner.py"

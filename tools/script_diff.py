@@ -1,5 +1,5 @@
 """The DDP scripts part by part, and each as a diff of its base: our DDP-script.py of the book's (pinned in
-tests/upstream/), our DDP-script-torchrun.py of our DDP-script.py, and the book's DDP-script-torchrun.py of
+book/), our DDP-script-torchrun.py of our DDP-script.py, and the book's DDP-script-torchrun.py of
 the book's DDP-script.py, as the book itself builds its torchrun script.
 
 A script's parts are its top-level statements, found with `ast` (no markers in the scripts): the imports
@@ -16,11 +16,11 @@ import difflib
 from dataclasses import dataclass
 from functools import cache
 
-from tools.sections import ROOT, SNIPPETS
+from tools import BOOK, ROOT
+from tools.sections import SNIPPETS
 from tools.store import tomllib
 
 SCRIPTS = ROOT / "scripts"
-BOOK = ROOT / "tests" / "upstream"
 DECLARED = SNIPPETS / "script_differences.toml"
 BASES = {"DDP-script.py": BOOK / "DDP-script.py", "DDP-script-torchrun.py": SCRIPTS / "DDP-script.py"}
 MARK = "<!-- diff of {script} -->"  # where a page shows SCRIPT as a diff of its base

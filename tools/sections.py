@@ -8,9 +8,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from tools import ROOT
+
 SNIPPETS = ROOT / "snippets"
-OUTPUTS = SNIPPETS / "outputs"
 
 MARKER = re.compile(r"^\s*# --8<-- \[(start|end):([\w-]+)\]\s*$")
 

@@ -18,10 +18,12 @@ try:
 except ModuleNotFoundError:  # Python 3.10: the backport, pinned for it in requirements-site.in
     import tomli as tomllib
 
+from tools import ROOT
 from tools.editions import EDITIONS
-from tools.sections import OUTPUTS, ROOT, SNIPPETS
+from tools.sections import SNIPPETS
 
 VARYING = SNIPPETS / "varying_outputs.toml"
+OUTPUTS = SNIPPETS / "outputs"  # what the pages printed when recorded, by module and section
 MANIFEST = OUTPUTS / "recorded.json"
 GPU_OUTPUTS = OUTPUTS / "gpu"  # what `make gpu-check` recorded on a CUDA machine
 SCRIPT_OUTPUTS = ROOT / "scripts" / "outputs"  # the DDP scripts' recorded runs

@@ -6,7 +6,7 @@ the section; `mkdocs serve` marks the page instead, so the live preview never st
 chapter page's code as one script (downloads/PAGE.py) with a "Run it yourself" box, render math to MathML (no
 script, no network), keep whole scripts and the collapsed earlier code out of the search index, and lead the
 language switch to the same page. What they write is in the edition's words (tools/editions.py); the notebook
-pages have hooks of their own (notebooks.py).
+pages have hooks of their own (render_notebooks.py).
 """
 
 import itertools
@@ -37,8 +37,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # mkdocs loads thi
 for name in [name for name in sys.modules if name == "tools" or name.startswith("tools.")]:
     del sys.modules[name]
 
-from tools import book, checker, editions, pages, prerequisites, script_diff  # noqa: E402
-from tools.sections import ROOT, section_code  # noqa: E402
+from tools import (  # noqa: E402
+    ROOT,
+    book,
+    checker,
+    editions,
+    pages,
+    prerequisites,
+    script_diff,
+)
+from tools.sections import section_code  # noqa: E402
 from tools.store import GPU_OUTPUTS, MANIFEST, output_path, tomllib, varying_patterns  # noqa: E402
 
 log = logging.getLogger("mkdocs.hooks")

@@ -35,7 +35,7 @@ from mkdocs.utils import get_relative_url
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # mkdocs loads this file by path
 from tools import editions, pages
-from tools.sections import OUTPUTS
+from tools.store import OUTPUTS
 
 log = logging.getLogger("mkdocs.hooks")
 
