@@ -56,7 +56,7 @@ def notebook_site(tmp_path):
     (tmp_path / "docs" / "nb.ipynb").write_text(notebook(NOTEBOOK_TEXT))
     (tmp_path / "mkdocs.yml").write_text(yaml.safe_dump({
         "site_name": "notebook pages test", "theme": "material", "plugins": ["search", "mkdocs-jupyter"],
-        "hooks": [str(ROOT / "tools" / "hooks" / "notebooks.py")]}))
+        "hooks": [str(ROOT / "tools" / "hooks" / "render_notebooks.py")]}))
     return tmp_path
 
 

@@ -5,7 +5,6 @@ with one sentence and leave nothing behind; its report is what the recorder read
 
 import argparse
 import importlib.util
-import inspect
 import json
 import os
 import re
@@ -16,7 +15,6 @@ import time
 import venv
 from pathlib import Path
 
-import psutil
 import pytest
 import torch
 from bs4 import BeautifulSoup
@@ -24,6 +22,7 @@ from bs4 import BeautifulSoup
 from tools import checker, pages, record, store
 from tools.checker import NAME
 from tools.editions import EDITIONS, ENGLISH
+from tools.page_runner import process_group, survivors, tagged
 
 
 def write_checker(folder, site=None):
@@ -36,16 +35,11 @@ def run_checker(folder, *args, site=None, python=(sys.executable, "-I"), timeout
     folder, `folder`/tmp, and no process behind."""
     write_checker(folder, site)
     (folder / "tmp").mkdir()
-    result = subprocess.run([*python, NAME, *args], cwd=folder, env={**os.environ, "TMPDIR": str(folder / "tmp")},
-                            capture_output=True, text=True, timeout=timeout)
-    assert left_behind(folder / "tmp") == []
-    return result
-
-
-def left_behind(tmp):
-    """Files in `tmp`, and processes still running whose command line names it."""
-    processes = [p for p in psutil.process_iter(["cmdline"]) if str(tmp) in " ".join(p.info["cmdline"] or [])]
-    return [*tmp.iterdir(), *processes]
+    with process_group([*python, NAME, *args], cwd=folder, env={**os.environ, "TMPDIR": str(folder / "tmp")},
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as process:
+        stdout, stderr = process.communicate(timeout=timeout)
+        assert survivors(process.tag) == [] and list((folder / "tmp").iterdir()) == []
+    return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
 
 
 HANGS = '"""A page that hangs."""\n\n# %%\nimport time\n\ntime.sleep(600)\n'
@@ -76,10 +70,8 @@ def test_the_checker_carries_the_pages_downloads_and_their_recorded_outputs():
     assert carries["SITE"]["recorded"] == {**recorded["environment"], "device": ENGLISH.device(recorded["environment"])}
     assert carries["SITE"]["varying"] == {key: {"reason": spec["reason"], "lines": spec["lines"]} for key, spec
                                           in store.varying_patterns().items() if not key.startswith("scripts:")}
-    # The recorder's own runner and comparison, embedded from their source, not written twice.
+    # The recorder's own runner and comparison, embedded whole, not written twice.
     assert carries["RUNNER"] == checker.PAGE_RUNNER.read_text()
-    for function in (store.compare_text, store._same_shape):
-        assert inspect.getsource(function) in text
     # What the reader reads of it (all but the data) fits 80 characters a line.
     code = re.sub(r"^SITE = .*?^RUNNER = ", "", text, flags=re.S | re.M).splitlines()
     assert max(len(line) for line in code) <= 80, max(code, key=len)
@@ -194,21 +186,19 @@ def test_a_stop_ends_every_page_run_with_one_line(signum, status, tmp_path):
     write_checker(tmp_path, planted(A1=HANGS, A2=HANGS))
     (tmp_path / "tmp").mkdir()
     # In its own process group, as a terminal runs it: Ctrl-C reaches the whole group.
-    process = subprocess.Popen([sys.executable, "-I", NAME, "--page", "A.1", "--page", "A.2", "--jobs", "2"],
-                               cwd=tmp_path, env={**os.environ, "TMPDIR": str(tmp_path / "tmp")},
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    try:
-        while len(children := psutil.Process(process.pid).children(recursive=True)) < 2:
+    with process_group([sys.executable, "-I", NAME, "--page", "A.1", "--page", "A.2", "--jobs", "2"],
+                       cwd=tmp_path, env={**os.environ, "TMPDIR": str(tmp_path / "tmp")},
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as process:
+        while len(tagged(process.tag)) < 3:  # the checker and its two page runs
             assert process.poll() is None, process.communicate()
             time.sleep(0.1)
         os.killpg(process.pid, signum) if signum == signal.SIGINT else process.send_signal(signum)
         stdout, stderr = process.communicate(timeout=30)
-    finally:
-        process.kill()
+        left = survivors(process.tag)
     assert process.returncode == status
     assert stderr.splitlines()[-1] == f"{NAME}: interrupted; every page run has stopped and nothing was written."
-    assert "Traceback" not in stderr and not any(child.is_running() for child in children)
-    assert left_behind(tmp_path / "tmp") == [] and sorted(p.name for p in tmp_path.iterdir()) == [NAME, "tmp"]
+    assert "Traceback" not in stderr and not left
+    assert list((tmp_path / "tmp").iterdir()) == [] and sorted(p.name for p in tmp_path.iterdir()) == [NAME, "tmp"]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -41,8 +41,8 @@ from ddp_harness import (
     with_fault,
 )
 
-from tools.runner import ddp_environment as environment
-from tools.runner import trained_fully
+from tools.ddp_runs import ddp_environment as environment
+from tools.ddp_runs import trained_fully
 
 TIMEOUT = 5  # --timeout of the jobs that wait for a rank that never answers
 LONG = ["--epochs", "300"]  # a run that is still training when it is signalled

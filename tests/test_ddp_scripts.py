@@ -31,8 +31,8 @@ from ddp_harness import (
 )
 
 from tools import ROOT, script_diff
-from tools.runner import ddp_environment as environment
-from tools.runner import in_rank_order, trained_fully
+from tools.ddp_runs import ddp_environment as environment
+from tools.ddp_runs import in_rank_order, trained_fully
 from tools.sections import section_code
 
 SCRIPT_NAMES = ["DDP-script.py", "DDP-script-torchrun.py"]

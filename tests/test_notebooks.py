@@ -12,6 +12,7 @@ from nbclient import NotebookClient
 
 from tools import ROOT, notebooks, pages, store
 from tools.editions import CHINESE, EDITIONS, ENGLISH
+from tools.page_runner import compare_text
 
 NAMES = list(pages.NOTEBOOKS)
 
@@ -54,8 +55,7 @@ def test_reexecution_reproduces_the_stored_outputs(name, reexecuted):
         assert kinds == plots, f"{name}.ipynb cell {index} writes {kinds} when run in a kernel, stored: {plots}"
         assert all("image/png" in o.data for o in new.outputs if o.output_type == "display_data")
         section = old.metadata["section"]
-        diff = store.compare_text(stdout_of(old), stdout_of(new), store.patterns_of(section, patterns),
-                                   f"{name}.ipynb cell {index} ({section})")
+        diff = compare_text(stdout_of(old), stdout_of(new), section, patterns, f"{name}.ipynb cell {index} ({section})")
         assert diff is None, f"run as one notebook, {name}.ipynb prints something else in cell {index}:\n{diff}"
 
 

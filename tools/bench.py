@@ -33,7 +33,7 @@ from pathlib import Path
 
 import yaml
 
-from tools import ROOT
+from tools import ROOT, page_runner
 from tools.editions import EDITIONS, ENGLISH
 
 SECTIONS = ("builds", "pages", "matmul", "ddp", "tests")
@@ -60,8 +60,12 @@ def seconds(fn):
     return time.perf_counter() - start
 
 
-def run(command):
-    subprocess.run(command, cwd=ROOT, check=True, capture_output=True)
+def run(command, timeout=1800):
+    """(status, stdout) of `command` in the repository, in a process group of its own."""
+    status, stdout, stderr = page_runner.run(command, timeout, cwd=ROOT)
+    if status != 0:
+        raise RuntimeError(f"{' '.join(map(str, command))} failed (exit status {status}):\n{stderr}")
+    return stdout
 
 
 def write_plain_config(path):
@@ -186,14 +190,13 @@ def launch(command, steps):
     """One launch's wall time, start-up and step. A DDP script's ranks print a line after every step, in
     lockstep (each step waits for the all-reduce): an epoch ends at the last line that names it, and lasts
     the median gap between epochs' ends."""
-    start = time.perf_counter()
-    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                               text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
-    ends = {}
-    for line in process.stdout:
-        if match := EPOCH_LINE.search(line):
-            ends[int(match[1])] = time.perf_counter() - start
-    if process.wait() != 0 or len(ends) != EPOCHS:
+    start, ends = time.perf_counter(), {}
+    with page_runner.process_group(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                   text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"}) as process:
+        for line in process.stdout:
+            if match := EPOCH_LINE.search(line):
+                ends[int(match[1])] = time.perf_counter() - start
+    if process.returncode != 0 or len(ends) != EPOCHS:
         raise RuntimeError(f"{' '.join(map(str, command))} failed (exit status {process.returncode})")
     wall, ends = time.perf_counter() - start, [ends[epoch] for epoch in sorted(ends)]
     epoch = statistics.median(later - earlier for earlier, later in zip(ends, ends[1:]))
@@ -220,9 +223,9 @@ def measure_ddp(rounds):
 
 def measure_tests():
     start = time.perf_counter()
-    result = subprocess.run(["make", "--no-print-directory", "test"], cwd=ROOT, capture_output=True, text=True)
-    summary = re.sub(r" in [\d.]+s.*", "", (result.stdout.strip().splitlines() or ["no output"])[-1].strip(" ="))
-    return {"seconds": time.perf_counter() - start, "summary": summary, "passed": result.returncode == 0}
+    status, stdout, _ = page_runner.run(["make", "--no-print-directory", "test"], 3600, cwd=ROOT)
+    summary = re.sub(r" in [\d.]+s.*", "", (stdout.strip().splitlines() or ["no output"])[-1].strip(" ="))
+    return {"seconds": time.perf_counter() - start, "summary": summary, "passed": status == 0}
 
 
 def machine():
@@ -314,14 +317,15 @@ def readme_md(results):
 
 
 def render(results, out):
-    """Write measured/*.md and README's marked region under `out`."""
+    """Write measured/bench.json, measured/*.md and README's marked region under `out`, all at once."""
+    files = {out / "measured" / "bench.json": json.dumps(results, indent=1, ensure_ascii=False) + "\n"}
     for language, suffix in [("en", ".md"), ("zh", ".zh.md")]:
-        (out / "measured" / f"matmul{suffix}").write_text(matmul_md(results["matmul"], language))
-        (out / "measured" / f"ddp{suffix}").write_text(ddp_md(results["ddp"], language))
+        files[out / "measured" / f"matmul{suffix}"] = matmul_md(results["matmul"], language)
+        files[out / "measured" / f"ddp{suffix}"] = ddp_md(results["ddp"], language)
     readme = out / "README.md"
     before, rest = (readme if readme.exists() else ROOT / "README.md").read_text().split(README_START, 1)
-    after = rest.split(README_END, 1)[1]
-    readme.write_text(f"{before}{README_START}\n{readme_md(results)}{README_END}{after}")
+    files[readme] = f"{before}{README_START}\n{readme_md(results)}{README_END}{rest.split(README_END, 1)[1]}"
+    page_runner.write_files(files)
 
 
 def main(argv=None):
@@ -339,13 +343,12 @@ def main(argv=None):
     command = f"make bench ARGS={quoted}" if options else "make bench"
     os.chdir(ROOT)  # the snippets extension reads its files relative to the working directory
     results_file = args.out / "measured" / "bench.json"
-    results_file.parent.mkdir(parents=True, exist_ok=True)
     source = results_file if results_file.exists() else ROOT / "measured" / "bench.json"
     results = json.loads(source.read_text())  # the sections not measured now keep their figures
     logging.getLogger("mkdocs").addHandler(logging.NullHandler())  # in-process builds: keep the output readable
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    status, commit, _ = page_runner.run(["git", "rev-parse", "--short", "HEAD"], 60, cwd=ROOT)
     about = {"command": command, "date": datetime.date.today().isoformat(), "machine": machine(),
-             **({"commit": commit.stdout.strip()} if commit.returncode == 0 else {})}  # what the counts counted
+             **({"commit": commit.strip()} if status == 0 else {})}  # what the counts counted
     with tempfile.TemporaryDirectory(prefix="bench-") as work:
         work = Path(work)
         measure = {"builds": lambda: measure_builds(work, repeats), "pages": lambda: measure_pages(work),
@@ -355,7 +358,6 @@ def main(argv=None):
             print(f"bench: {section} ...", file=sys.stderr, flush=True)
             results[section] = {**measure[section](), **about}
             print(json.dumps(results[section], indent=1), flush=True)
-    results_file.write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n")
     render(results, args.out)
     print(f"wrote {results_file} and the figures it renders", file=sys.stderr)
 

@@ -6,8 +6,7 @@
 The reader's program is tools/checker_template.py; the build (tools/hooks/render_pages.py) serves it
 with what it needs embedded, taken from the repository when the site is built: every chapter
 page's download (tools/pages.py), what each of its cells printed when recorded, the declared
-machine-dependent lines, and, as their source, the recorder's own page runner (which runs a download
-cell by cell) and compare_text (which compares by shape). So the checker runs the pages exactly
+machine-dependent lines, and tools/page_runner.py, whole. So the checker runs the pages exactly
 as the recorder does and judges them exactly as the tests do, and needs nothing but torch: a block
 that imports a package the reader's Python lacks (each cell carries what it imports) is not run.
 
@@ -19,16 +18,15 @@ never typed by hand, and a page changed since is shown as checked against an ear
 
 import datetime
 import hashlib
-import inspect
 import json
 import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 from tools import ROOT, pages, store
 from tools.editions import EDITIONS, ENGLISH
+from tools.page_runner import run
 
 NAME = "check-appendix-a.py"
 TEMPLATE = ROOT / "tools" / "checker_template.py"
@@ -56,16 +54,18 @@ def site_data() -> dict:
             "cells": [{"key": cell.key, "fingerprint": fingerprint, "needs": pages.imports(cell.code),
                        "output": path.read_text() if path.exists() else ""}
                       for cell, fingerprint, path in zip(cells, pages.fingerprints(cells), outputs)]}
-    site["version"] = hashlib.sha256(json.dumps(site, sort_keys=True).encode()).hexdigest()[:12]
+    for entry in site["pages"].values():  # a page's version: all the checker compares it with
+        entry["version"] = digest([entry, [site["varying"].get(cell["key"]) for cell in entry["cells"]]])
+    site["version"] = digest(site)
     return site
 
 
+def digest(data) -> str:
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:12]
+
+
 def page_versions(site: dict | None = None) -> dict[str, str]:
-    """{page: a hash of all the checker compares it with}: its code, outputs and declared lines."""
-    site = site_data() if site is None else site
-    return {page: hashlib.sha256(json.dumps(
-        [entry, [site["varying"].get(cell["key"]) for cell in entry["cells"]]], sort_keys=True).encode()
-    ).hexdigest()[:12] for page, entry in site["pages"].items()}
+    return {page: entry["version"] for page, entry in (site or site_data())["pages"].items()}
 
 
 def generate(site: dict | None = None) -> str:
@@ -74,18 +74,15 @@ def generate(site: dict | None = None) -> str:
         return repr(text) if "'''" in text or text.endswith("\\") else f"r'''{text}'''"
 
     before, rest = TEMPLATE.read_text().split(START)
-    shared = "\n\n".join(inspect.getsource(function) for function in (store.compare_text, store._same_shape))
     site_json = json.dumps(site_data() if site is None else site, indent=1, ensure_ascii=False)
     return (f"{before}{START}# The pages, their code and what the site shows under each block:\n"
             f"SITE = json.loads({literal(site_json)})\n"
-            f"# The page runner (the site's own): runs a download cell by cell, stdout per cell\n"
-            f"RUNNER = {literal(PAGE_RUNNER.read_text())}\n\n\n"
-            f"# The site's comparison, by shape where the machine decides\n{shared}{END}"
-            + rest.split(END)[1])
+            f"# The site's page runner, whole: runs a page, compares its output\n"
+            f"RUNNER = {literal(PAGE_RUNNER.read_text())}\n{END}" + rest.split(END)[1])
 
 
 def embedded(text: str) -> dict:
-    """What a generated checker carries, by name (SITE, RUNNER, compare_text...): what the tests check."""
+    """What a generated checker carries, by name (SITE, RUNNER): what the tests check."""
     namespace = {}
     exec(text.split(START)[1].split(END)[0], {"json": json}, namespace)
     return namespace
@@ -136,12 +133,11 @@ def run_checker(python: str, jobs: int, site: dict) -> dict:
     with tempfile.TemporaryDirectory(prefix="checker-versions-") as folder:
         (Path(folder) / NAME).write_text(generate(site))
         command = [python, "-I", NAME, "--report", "report.md", "--jobs", str(jobs)]
-        result = subprocess.run(command, cwd=folder, capture_output=True, text=True, timeout=3600)
+        status, stdout, stderr = run(command, 3600, cwd=folder)
         report = Path(folder) / "report.md"
         if not report.exists():
-            sys.exit(f"checker-versions: {python} {NAME} wrote no report (exit status {result.returncode}):\n"
-                     f"{result.stderr}")
-        print(result.stdout, file=sys.stderr)
+            sys.exit(f"checker-versions: {python} {NAME} wrote no report (exit status {status}):\n{stderr}")
+        print(stdout, file=sys.stderr)
         return store.read_report(report)
 
 

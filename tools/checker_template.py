@@ -19,45 +19,31 @@ behind.
 """
 
 import argparse
-import concurrent.futures
 import datetime
-import difflib  # noqa: F401 (the embedded compare_text uses it)
 import importlib
 import json
 import os
 import platform
 import re
 import signal
-import subprocess
 import sys
-import tempfile
-import threading
 import time
+import types
 
 NAME = "check-appendix-a.py"
 
 # ---- embedded when the site is built ----
 SITE = {}  # the pages, their code and what the site shows under each block
-RUNNER = ""  # the page runner: runs a download, stdout per cell
-
-
-def compare_text(recorded, fresh, patterns, label):  # the site's comparison
-    raise NotImplementedError("tools/checker.py embeds the real one")
+RUNNER = ""  # the site's page runner, whole: runs a page, compares its output
 # ---- end of what is embedded ----
-
+runner = types.ModuleType("page_runner")
+exec(compile(RUNNER, "page_runner.py", "exec"), runner.__dict__)
 
 DIFF_LINES = 16  # of the first difference on the screen (the report: all)
 GPU_NOTE = ("expected on a GPU: its kernels sum in another order, so seeded "
             "numbers may differ in the last digits")
-# In a CPU run on Apple silicon: the pages then pick the CPU, as on the site.
-HIDE_MPS = "import torch\ntorch.backends.mps.is_available = lambda: False\n"
-# Each page run is a process group of its own, ended whole at its timeout, and
-# all of them on Ctrl-C, SIGTERM or a closed terminal (see interrupted).
-OWN_GROUP = ({"start_new_session": True} if os.name == "posix" else
-             {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP})
 STOP_SIGNALS = [signal.SIGINT, signal.SIGTERM] + (
     [signal.SIGHUP] if hasattr(signal, "SIGHUP") else [])  # not on Windows
-running, lock, stopping = set(), threading.Lock(), threading.Event()
 
 
 class Stop(Exception):
@@ -90,10 +76,9 @@ def missing_packages():
     """The packages of the pages that a page's run (python -I) cannot import."""
     probe = ("import importlib.util, sys\nprint(*(p for p in sys.argv[1:]"
              " if not importlib.util.find_spec(p)))")
-    found = subprocess.run(
-        [sys.executable, "-I", "-c", probe, *SITE["packages"]],
-        capture_output=True, text=True, check=True)
-    return found.stdout.split()
+    _, found, _ = runner.run([sys.executable, "-I", "-c", probe,
+                              *SITE["packages"]], 60)
+    return found.split()
 
 
 def not_runnable(name, missing):
@@ -106,94 +91,36 @@ def not_runnable(name, missing):
 def run_page(name, timeout, on_device, hide_mps=False, skip=None):
     """Run a page's download alone, all but the blocks in `skip` (not_runnable);
     {"status": "ran", "outputs": [...], "environment": {...}} or
-    {"status": "raised"/"timeout", "error": ...}."""
+    {"status": "raised"/"timeout", "error": ...}. On the CPU, the GPUs are
+    hidden (hide_mps: Apple's too)."""
     page, start = SITE["pages"][name], time.perf_counter()
     parts = page["code"].split("\n# %%\n")  # the docstring, then a part a block
     for index, needs in (skip or {}).items():
         parts[index + 1] = f"# not run here: it needs {', '.join(needs)}\n"
-    with tempfile.TemporaryDirectory(prefix="check-appendix-a-") as folder:
-        script = os.path.join(folder, page["script"])
-        result = os.path.join(folder, "result.json")
-        with open(script, "w", encoding="utf-8") as file:
-            file.write("\n# %%\n".join(parts))
-        # torch's caches go to the folder too
-        env = {**os.environ, "TMPDIR": folder, "TEMP": folder, "TMP": folder}
-        if not on_device:  # the CPU
-            env["CUDA_VISIBLE_DEVICES"] = env["HIP_VISIBLE_DEVICES"] = ""
-        code = HIDE_MPS + RUNNER if hide_mps else RUNNER
-        with lock:  # no new run once the checker is stopping
-            if stopping.is_set():
-                raise Stop
-            child = subprocess.Popen(
-                [sys.executable, "-I", "-c", code, script, result, "{}"],
-                cwd=folder, env=env, stdout=subprocess.DEVNULL,
-                stderr=subprocess.PIPE, text=True, errors="replace",
-                **OWN_GROUP)
-            running.add(child)
-        try:
-            _, stderr = child.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            return {"status": "timeout", "seconds": timeout,
-                    "error": f"still running after {timeout:g} s, so it was "
-                             "stopped (a slow machine: raise --timeout)"}
-        finally:  # what the page started, if it still runs, goes too
-            end_group(child)
-            child.wait()
-            with lock:
-                running.discard(child)
-        seconds = round(time.perf_counter() - start, 2)
-        if child.returncode != 0 or not os.path.exists(result):
-            return {"status": "raised", "seconds": seconds,
-                    "error": failure(child.returncode, stderr),
-                    "stderr": stderr.strip()}
-        with open(result, encoding="utf-8") as file:
-            return {"status": "ran", "seconds": seconds, **json.load(file)}
-
-
-def end_group(child):
+    env = dict(os.environ)
+    if not on_device:
+        env["CUDA_VISIBLE_DEVICES"] = env["HIP_VISIBLE_DEVICES"] = ""
     try:
-        if os.name == "posix":
-            os.killpg(child.pid, signal.SIGKILL)
-        else:
-            child.kill()
-    except OSError:  # it has ended already
-        pass
+        run = runner.run_page("\n# %%\n".join(parts), page["script"], timeout,
+                              env, hide_mps=hide_mps, runner=RUNNER)
+    except runner.TimedOut as stopped:
+        return {"status": "timeout", "seconds": timeout,
+                "error": f"{stopped} (a slow machine: raise --timeout)"}
+    except runner.Failed as failed:
+        return {"status": "raised", "error": str(failed),
+                "stderr": failed.stderr,
+                "seconds": round(time.perf_counter() - start, 2)}
+    del run["plots"]
+    return {"status": "ran", "seconds": round(time.perf_counter() - start, 2),
+            **run}
 
 
 def interrupted(signum, frame):
     """Ctrl-C, SIGTERM, a closed terminal: end every page run, then Stop."""
     for each in STOP_SIGNALS:  # one stop is enough
         signal.signal(each, signal.SIG_IGN)
-    with lock:
-        stopping.set()
-        for child in running:
-            end_group(child)
+    runner.end_all()
     raise Stop(signum)
-
-
-def run_all(names, work, jobs):
-    """{name: work(name)} for the pages, `jobs` at a time; waiting in short
-    steps, so that a signal is handled at once (on Windows too)."""
-    pool = concurrent.futures.ThreadPoolExecutor(jobs)
-    futures = {name: pool.submit(work, name) for name in names}
-    try:
-        while concurrent.futures.wait(futures.values(), 0.2).not_done:
-            pass
-        return {name: future.result() for name, future in futures.items()}
-    finally:  # after a stop: the runs not started never start
-        pool.shutdown(cancel_futures=True)
-
-
-def failure(status, stderr):
-    """One sentence for a page run that ended badly."""
-    lines = [line for line in stderr.strip().splitlines() if line.strip()]
-    where = re.search(r"cell (\d+) raised", stderr)
-    if where and lines:
-        return f"block {where[1]} of its code raised {lines[-1].strip()}"
-    if status < 0:
-        return f"its Python was ended by signal {-status}"
-    last = lines[-1].strip() if lines else "nothing on standard error"
-    return f"its Python exited with status {status}: {last}"
 
 
 def compare_page(name, run, skip=None):
@@ -207,8 +134,7 @@ def compare_page(name, run, skip=None):
         recorded, key = cell["output"], cell["key"]
         if fresh == recorded or index in skip:
             continue
-        spec = SITE["varying"].get(key, {})
-        diff = compare_text(recorded, fresh, spec.get("lines", []), key)
+        diff = runner.compare_text(recorded, fresh, key, SITE["varying"])
         if diff:
             return {**verdict, "status": "different", "key": key,
                     "diff": diff}
@@ -216,7 +142,7 @@ def compare_page(name, run, skip=None):
         verdict["status"] = "machine"
         verdict["lines"] += [
             {"key": key, "line": number, "site": site, "here": here,
-             "why": spec.get("reason", "")}
+             "why": SITE["varying"][key]["reason"]}
             for number, (site, here) in enumerate(pairs, 1) if site != here]
     return verdict
 
@@ -429,20 +355,6 @@ def report_text(data):
     return "\n".join(out)
 
 
-def write_report(path, text):
-    """Written beside its place, then renamed: never half a report."""
-    folder = os.path.dirname(os.path.abspath(path))
-    handle, temporary = tempfile.mkstemp(prefix=".check-appendix-a-",
-                                         dir=folder)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as file:
-            file.write(text)
-        os.replace(temporary, path)
-    except BaseException:
-        os.unlink(temporary)
-        raise
-
-
 # ---- the run -----------------------------------------------------------------
 
 def report_path(path):
@@ -512,7 +424,7 @@ def main(argv=None):
         print(f"  The site: {recorded_with()}.\n", flush=True)
         data = check(args, machine, device, gpu)
         if args.report:
-            write_report(args.report, report_text(data))
+            runner.write_files({args.report: report_text(data)})
             print(f"The report is in {args.report}.")
     except Stop as stop:
         print(f"\n{NAME}: interrupted; every page run has stopped and "
@@ -533,7 +445,7 @@ def check(args, machine, device, gpu):
               f"({page['script']}) ...", file=sys.stderr, flush=True)
         return run_page(name, args.timeout, False, device == "mps", skips[name])
 
-    cpu_runs, verdicts = run_all(names, on_cpu, args.jobs), {}
+    cpu_runs, verdicts = runner.in_parallel(on_cpu, names, args.jobs), {}
     for name, run in cpu_runs.items():
         verdict = (compare_page(name, run, skips[name])
                    if run["status"] == "ran" else run)
@@ -565,7 +477,7 @@ def check_on_device(names, cpu_runs, args, device, gpu, skips):
               file=sys.stderr, flush=True)
         return run_page(name, args.timeout, True, skip=skips[name])
 
-    runs = run_all(names, on_gpu, 1)
+    runs = runner.in_parallel(on_gpu, names, 1)
     for name, run in runs.items():
         run["verdict"] = run.get("error")
         if run["status"] == "ran":

@@ -14,7 +14,6 @@ import datetime
 import json
 import os
 import platform
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -22,8 +21,9 @@ from pathlib import Path
 import torch
 
 from tools import ROOT, record
-from tools.runner import ddp_environment as environment
-from tools.runner import in_rank_order, trained_fully
+from tools.ddp_runs import TIME_LIMIT, in_rank_order, trained_fully
+from tools.ddp_runs import ddp_environment as environment
+from tools.page_runner import TimedOut, run
 from tools.store import SCRIPT_OUTPUTS
 
 GPU_RUNS = SCRIPT_OUTPUTS / "gpu"  # the DDP scripts on GPUs (the pages' GPU outputs: store.GPU_OUTPUTS)
@@ -32,10 +32,13 @@ GPU_RUNS = SCRIPT_OUTPUTS / "gpu"  # the DDP scripts on GPUs (the pages' GPU out
 def train(backend, world_size, save, env):
     """Run DDP-script.py; return its stdout, or exit with its stderr if it failed."""
     command = [sys.executable, "scripts/DDP-script.py", "--world-size", str(world_size), "--save", str(save)]
-    result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
-    if result.returncode != 0:
-        sys.exit(f"gpu-check: the {backend} run failed (exit status {result.returncode}):\n{result.stderr}")
-    return in_rank_order(result.stdout)
+    try:
+        status, stdout, stderr = run(command, TIME_LIMIT, cwd=ROOT, env=env)
+    except TimedOut as stopped:
+        sys.exit(f"gpu-check: the {backend} run was {stopped}")
+    if status != 0:
+        sys.exit(f"gpu-check: the {backend} run failed (exit status {status}):\n{stderr}")
+    return in_rank_order(stdout)
 
 
 def check_ddp_with_nccl():

@@ -20,44 +20,71 @@ Lines that depend on the machine (a version, a timing, an unseeded weight) are d
 snippets/varying_outputs.toml; the check compares their shape, and re-recording keeps the stored
 value of a timing or an unseeded draw that only changed its value, so an unchanged tree re-records
 to the same bytes.
-Writing is all or nothing: every file is written beside its target and renamed into place at the
-end, with Ctrl-C held back for those milliseconds.
+Each run is stopped after TIME_LIMIT seconds, naming the page. Writing is all or nothing: every
+file is written beside its target and renamed into place at the end (page_runner.write_files).
 """
 
 import json
+import os
+import re
 import signal
 import sys
 from itertools import zip_longest
 from pathlib import Path
 
 from tools import ROOT, pages
+from tools.ddp_runs import SCRIPT_RUNS, TIME_LIMIT, run_script
 from tools.editions import EDITIONS
 from tools.notebooks import notebook_text
-from tools.runner import SCRIPT_RUNS, in_parallel, run_page, run_script
+from tools.page_runner import Failed, TimedOut, compare_text, in_parallel, write_files
+from tools.page_runner import run_page as run_alone
 from tools.store import (
     GPU_OUTPUTS,
     SCRIPT_OUTPUTS,
     VARYING,
     Recording,
     RecordingError,
-    compare_text,
-    kept,
     output_path,
-    patterns_of,
     read_report,
-    replace_files,
     stored_output,
+    to_store,
     varying_patterns,
     write,
 )
 
+
+def run_page(page: str) -> dict:
+    """Run the page's download alone: {"cells": [...], "outputs": [text per cell], "environment": {...},
+    "plots": {"module:section": {data, svg}}}: the figure a section's code draws, as it is shown."""
+    cells = pages.program(page)
+    try:
+        run = run_alone(pages.download_text(page, cells), pages.download_name(page), TIME_LIMIT, plots=True)
+    except TimedOut as stopped:
+        raise RecordingError(f"the code of docs/{page} was {stopped}: does it wait for something?") from None
+    except Failed as failed:
+        raise RecordingError(f"the code of docs/{page} does not run alone: {failed}\n{failed.stderr}") from None
+    plots = {cell.key: {"data": plot["data"], "svg": in_both_palettes(plot["svg"])}
+             for cell, plot in zip(cells, run.pop("plots")) if plot}
+    return {"cells": cells, **run, "plots": plots}
+
+
+def in_both_palettes(svg: str) -> str:
+    """Matplotlib's SVG (transparent) drawn in the colour of the text around it, which follows the light and
+    dark palettes where it is inline (on the pages, in the notebooks): black becomes currentColor (black text
+    has no fill: it inherits the root's), the legend's white box the page's background. Inline, it shares the
+    page's ids and styles: the ids of its parts (figure_1, matplotlib.axis_1: every plot has them) go, and
+    its style rule for every element (*) is kept to plots."""
+    svg = re.sub(r' id="[\w.]+_\d+"', "", svg)
+    svg = svg.replace("#000000", "currentColor").replace("fill: #ffffff", "fill: var(--md-default-bg-color, #fff)")
+    svg = svg.replace("<svg ", '<svg fill="currentColor" ', 1)
+    return svg.replace("*{", "figure.plot svg *{", 1)
 
 def record(scripts: bool = True) -> Recording:
     """Run every chapter page once (and the DDP scripts' recorded runs), and make what is stored."""
     chapter_pages = pages.chapter_pages()
     # All in one pool, a DDP run (the longest jobs) and a page in turn: pages run from the start.
     jobs = [job for pair in zip_longest(SCRIPT_RUNS if scripts else [], chapter_pages) for job in pair if job]
-    done = dict(zip(jobs, in_parallel(lambda job: (run_script if job in SCRIPT_RUNS else run_page)(job), jobs)))
+    done = in_parallel(lambda job: (run_script if job in SCRIPT_RUNS else run_page)(job), jobs, os.cpu_count() or 2)
     runs = {page: done[page] for page in chapter_pages}
     varying = varying_patterns()
     recording = Recording(runs=runs)
@@ -65,7 +92,7 @@ def record(scripts: bool = True) -> Recording:
         recording.scripts = {name: done[name] for name in SCRIPT_RUNS}
         for name, text in recording.scripts.items():
             stored = SCRIPT_OUTPUTS / name
-            recording.scripts[name] = kept(stored.read_text() if stored.exists() else None, text,
+            recording.scripts[name] = to_store(stored.read_text() if stored.exists() else None, text,
                                            f"scripts:{Path(name).stem}", varying)
     recording.manifest = {"environment": next(iter(runs.values()))["environment"], "pages": {}}
     for page, run in runs.items():
@@ -78,12 +105,12 @@ def record(scripts: bool = True) -> Recording:
             if not text:
                 continue
             earlier = recording.outputs.setdefault(cell.key, text)
-            if compare_text(earlier, text, patterns_of(cell.key, varying), cell.key):
+            if compare_text(earlier, text, cell.key, varying):
                 raise RecordingError(f"snippets/{cell.module}.py, section '{cell.section}' prints differently "
                                      f"on docs/{page} than on an earlier page; a section shown on two pages "
                                      "must print the same on both.")
     for key, text in recording.outputs.items():
-        recording.outputs[key] = kept(stored_output(key), text, key, varying)
+        recording.outputs[key] = to_store(stored_output(key), text, key, varying)
     for key in recording.plots:
         if missing := [edition.name for edition in EDITIONS.values() if f"plot:{key}" not in edition.words]:
             module, section = key.split(":")
@@ -125,7 +152,7 @@ def record_gpu() -> Recording:
 def write_gpu(recording: Recording) -> list[Path]:
     files = {output_path(key, ".txt", GPU_OUTPUTS): text for key, text in recording.outputs.items()}
     files[GPU_OUTPUTS / "recorded.json"] = json.dumps(recording.manifest, indent=2, sort_keys=True) + "\n"
-    replace_files(files)
+    write_files(files)
     return list(files)
 
 
@@ -133,7 +160,7 @@ def write_gpu(recording: Recording) -> list[Path]:
 CUDA_LINES = {"a1_what_is_pytorch:cuda_available": "True", "a9_gpu_training:pick_device": "cuda"}
 
 
-def _not_on_a_cuda_gpu(runs: dict) -> list[str]:
+def signs_of_no_cuda(runs: dict) -> list[str]:
     """What, in a report's device runs, says they ran without CUDA: the torch build, the GPU torch saw,
     the device lines the pages printed."""
     environments = [runs[page]["environment"] for page in pages.GPU_PAGES]
@@ -160,7 +187,7 @@ def record_report(path: Path) -> Recording:
         if runs.get(page, {}).get("status") != "ran":
             raise RecordingError(f"{path} has no run of docs/{page} on the GPU; run the checker on every page "
                                  "(no --page) and attach its report.")
-    if misfits := _not_on_a_cuda_gpu(runs):
+    if misfits := signs_of_no_cuda(runs):
         raise RecordingError(f"{path} names the GPU {device.get('gpu')}, but its runs were not made on it "
                              f"({'; '.join(misfits)}), so it has no GPU outputs to record; run the checker "
                              "with a CUDA build of torch on that GPU and attach its report.")
@@ -176,7 +203,7 @@ def record_report(path: Path) -> Recording:
         for cell in run["cells"]:
             key, text = cell["key"], cell["output"]
             if text and key in varying:
-                problem = compare_text(stored_output(key) or "", text, varying[key]["lines"], key)
+                problem = compare_text(stored_output(key) or "", text, key, varying)
                 if problem:
                     raise RecordingError(f"{path}: {key} on the GPU does not have the shape declared in "
                                          f"{VARYING.name}, so it is not recorded:\n{problem}")
