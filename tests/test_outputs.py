@@ -14,7 +14,7 @@ import pytest
 import torch
 from conftest import ROOT
 
-from tools import pages, store
+from tools import pages, record, store
 from tools.page_runner import compare_text, process_group, survivors, tagged
 from tools.sections import SNIPPETS, read_chunks
 from tools.store import OUTPUTS
@@ -197,6 +197,14 @@ def test_an_interrupted_recording_changes_nothing_and_leaves_nothing_running(sig
     assert list(ROOT.rglob(".*.writing")) == []
     ours = [name for name in os.listdir(tmp_path) if not name.startswith("torchinductor_")]  # torch's cache
     assert ours == [], "temporary folders left behind"
+
+
+def test_a_page_that_hangs_is_stopped_and_named(monkeypatch):
+    monkeypatch.setattr(record, "TIME_LIMIT", 1)
+    monkeypatch.setattr(pages, "download_text", lambda page, cells: "# %%\nimport time\ntime.sleep(60)\n")
+    with pytest.raises(store.RecordingError, match=r"^the code of docs/a2-understanding-tensors.md was still "
+                                                    r"running after 1 s, so it was stopped"):
+        record.run_page("a2-understanding-tensors.md")
 
 
 def test_every_torch_version_typed_in_the_repository_is_the_recorded_one():

@@ -3,17 +3,13 @@
     python -m tools.checker                      # write check-appendix-a.py here
     python -m tools.checker versions [PYTHON...]  # make checker-versions
 
-The reader's program is tools/checker_template.py; the build (tools/hooks/render_pages.py) serves it
-with what it needs embedded, taken from the repository when the site is built: every chapter
-page's download (tools/pages.py), what each of its cells printed when recorded, the declared
-machine-dependent lines, and tools/page_runner.py, whole. So the checker runs the pages exactly
-as the recorder does and judges them exactly as the tests do, and needs nothing but torch: a block
-that imports a package the reader's Python lacks (each cell carries what it imports) is not run.
+The reader's program is tools/checker_template.py, served by the build (tools/hooks/render_pages.py)
+with the site embedded: every chapter page's download, what each block printed when recorded, the
+declared machine-dependent lines, and tools/page_runner.py, whole. So it runs and judges the pages
+exactly as the recorder and the tests do, and needs nothing but torch.
 
-`versions` runs the checker with each given Python (each with its own torch) and writes what it
-found, page by page, to measured/checker.json, with the version of each page it checked. The build
-renders it on the setup pages (VERSIONS_MARK): the torch versions the check has passed with here,
-never typed by hand, and a page changed since is shown as checked against an earlier version of it.
+`versions` runs it with each given Python and adds what it found, with the version of each page it
+checked, to measured/checker.json, which the setup pages render (VERSIONS_MARK).
 """
 
 import datetime

@@ -1,13 +1,8 @@
-"""`make gpu-check`: on a machine with CUDA GPUs, check and record what only a GPU can show:
-the pages' GPU outputs (snippets/outputs/gpu/) and DDP with NCCL (scripts/outputs/gpu/).
-
-    python -m tools.gpu_check
-
-DDP with NCCL: DDP-script.py trains on every visible GPU (at most 8), one process per GPU (NCCL
-refuses two processes on one GPU), and again with Gloo on the CPU with as many processes. The
-NCCL run must train to full accuracy and save the weights of the Gloo run within 1e-5. Its
-output goes to scripts/outputs/gpu/, with the GPU and the torch build in recorded-on.json.
-Without CUDA it says so in one sentence and exits with status 1.
+"""`make gpu-check`: on a machine with CUDA GPUs, record what only a GPU shows: the pages' GPU
+outputs (snippets/outputs/gpu/), and DDP-script.py with NCCL on every visible GPU (at most 8),
+which must train fully and save the weights of a Gloo run on as many CPU processes within 1e-5
+(scripts/outputs/gpu/, with the GPU and the torch build in recorded-on.json). Without CUDA it
+says so in one sentence and exits with status 1.
 """
 
 import datetime

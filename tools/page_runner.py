@@ -35,8 +35,7 @@ running, lock, stopping = set(), threading.Lock(), threading.Event()
 
 
 class Failed(Exception):
-    """A command or a page that did not end well: one sentence, and its
-    standard error as `stderr`."""
+    """A command or a page that ended badly: one sentence; its `stderr`."""
 
     def __init__(self, message, stderr=""):
         super().__init__(message)
@@ -44,7 +43,7 @@ class Failed(Exception):
 
 
 class TimedOut(Failed):
-    """Still running at its time limit, so it was stopped."""
+    pass
 
 
 # ---- process groups -----------------------------------------------------
@@ -73,8 +72,8 @@ def process_group(command, **popen):
 
 
 def end(process):
-    """End `process`'s group, and what left it with its tag (torchrun starts
-    its ranks in sessions of their own)."""
+    """End `process`'s group, and what left it with its tag (torchrun's
+    ranks run in sessions of their own)."""
     with contextlib.suppress(OSError):  # it has ended already
         if os.name == "posix":
             os.killpg(process.pid, signal.SIGKILL)
@@ -113,8 +112,7 @@ def tagged(tag):
 
 
 def survivors(tag, settle=0.0):
-    """["pid command"] of the processes with `tag` still running after up
-    to `settle` seconds."""
+    """["pid command"] of the processes with `tag` left after `settle` s."""
     deadline = time.monotonic() + settle
     while (left := tagged(tag)) and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -137,9 +135,8 @@ def run(command, timeout, **popen):
 
 
 def in_parallel(function, items, jobs):
-    """{item: function(item)}, `jobs` at a time. It waits in short steps, so
-    that a signal is handled at once (on Windows too); on any exception
-    every group still running is ended, and no new one starts."""
+    """{item: function(item)}, `jobs` at a time; on any exception (a stop,
+    which short waits let in at once, on Windows too) every group ends."""
     pool = concurrent.futures.ThreadPoolExecutor(jobs)
     futures = {item: pool.submit(function, item) for item in items}
     try:
@@ -158,11 +155,10 @@ def in_parallel(function, items, jobs):
 
 def run_page(code, name, timeout, env=None, plots=False, hide_mps=False,
              runner=None):
-    """Run a page's download `code` alone, as the file `name`, for at most
-    `timeout` seconds: {"outputs": [what each block printed], "plots":
-    [a plot per block, or None: with `plots`], "environment": {...}};
-    Failed (or TimedOut) with one sentence. `runner`: this file's text,
-    where it is not a file (in check-appendix-a.py)."""
+    """Run a page's download `code` alone as the file `name`, for at most
+    `timeout` s: {"outputs": [what each block printed], "plots": [a block's
+    plot or None], "environment": {...}}, or Failed. `runner`: this file's
+    text, where it is not a file (in check-appendix-a.py)."""
     if runner is None:
         with open(__file__, encoding="utf-8") as file:
             runner = file.read()
@@ -171,8 +167,7 @@ def run_page(code, name, timeout, env=None, plots=False, hide_mps=False,
         result = os.path.join(folder, "result.json")
         with open(script, "w", encoding="utf-8") as file:
             file.write(code)
-        # torch's caches go to the folder too
-        env = {**(os.environ if env is None else env),
+        env = {**(os.environ if env is None else env),  # torch's caches too
                "TMPDIR": folder, "TEMP": folder, "TMP": folder}
         flags = ["--plots"] * plots + ["--hide-mps"] * hide_mps
         status, _, stderr = run(
@@ -215,9 +210,8 @@ def shown_by(figure):
 
 
 def run_blocks(script, result, flags):
-    """In the child: run SCRIPT block by block; write RESULT. Matplotlib
-    draws off screen (a window would stop the run until closed); a figure
-    that a block leaves open is closed after it, and saved first (--plots)."""
+    """In the child. Matplotlib draws off screen (a window would wait to be
+    closed); a figure a block leaves open is saved (--plots), then closed."""
     import importlib.util
     if importlib.util.find_spec("snippets") is not None:
         sys.exit("this Python can import the project's `snippets` package, "
@@ -267,9 +261,8 @@ def run_blocks(script, result, flags):
 
 
 def saved(figure, script, number):
-    """{"data": what the figure shows, "svg": it drawn}: text as text, not
-    glyph outlines; ids that are the same on every run and differ from the
-    other plots' (a notebook shows three)."""
+    """{"data", "svg"}: text as text, not outlines; ids the same on every
+    run and unlike the other plots' (a notebook shows three)."""
     pyplot = sys.modules["matplotlib.pyplot"]
     svg = io.StringIO()
     salt = f"{os.path.basename(script)}:{number}"
@@ -305,9 +298,8 @@ def compare_text(recorded, fresh, key, varying, label=None):
 
 
 def write_files(files, removed=()):
-    """Write every file ({path: text}) beside its place, then rename them
-    all into place and delete `removed`, with Ctrl-C and SIGTERM held back
-    meanwhile: the set changes all at once or not at all."""
+    """Write {path: text} beside, rename into place, delete `removed`, with
+    Ctrl-C and SIGTERM held back: all of it changes, or nothing."""
     held = {signal.SIGINT, signal.SIGTERM}
     hold = getattr(signal, "pthread_sigmask", None)  # not on Windows
     if hold:

@@ -4,24 +4,12 @@
     python -m tools.record --gpu  # on a CUDA machine: the GPU outputs (part of make gpu-check)
     python -m tools.record --report FILE  # the same, from check-appendix-a.py's report of a CUDA machine
 
-Each page's program (tools/pages.py) runs as the page's download, alone: in an empty folder,
-under `python -I`, in a Python that cannot import this project, cell by cell in one namespace.
-That single run gives everything that is stored:
-
-- snippets/outputs/MODULE/SECTION.txt, what each section printed (pages show it under the code);
-- snippets/outputs/recorded.json, where it was recorded and, for each cell of each page, a
-  fingerprint of the code it ran after (the build refuses an output whose code has changed since);
-- docs/notebooks/*.ipynb, the pages' text and code with these outputs, and docs-zh/notebooks/*.ipynb,
-  the same cells with the Chinese edition's text;
-- scripts/outputs/*.txt, what the DDP scripts print on 2 CPU processes with Gloo (the DDP tests
-  compare their own launches with these).
-
-Lines that depend on the machine (a version, a timing, an unseeded weight) are declared in
-snippets/varying_outputs.toml; the check compares their shape, and re-recording keeps the stored
-value of a timing or an unseeded draw that only changed its value, so an unchanged tree re-records
-to the same bytes.
-Each run is stopped after TIME_LIMIT seconds, naming the page. Writing is all or nothing: every
-file is written beside its target and renamed into place at the end (page_runner.write_files).
+Each page's download runs alone (tools/page_runner.py), once, for at most TIME_LIMIT seconds, and
+gives all that is stored: what each section printed and drew (snippets/outputs/), where and from
+which code it was recorded (recorded.json), the notebooks of both editions, and the DDP scripts'
+runs (scripts/outputs/). A timing or an unseeded draw declared in snippets/varying_outputs.toml
+keeps its stored value where only the value changed, so an unchanged tree re-records to the same
+bytes. Writing is all or nothing.
 """
 
 import json
@@ -69,15 +57,14 @@ def run_page(page: str) -> dict:
 
 
 def in_both_palettes(svg: str) -> str:
-    """Matplotlib's SVG (transparent) drawn in the colour of the text around it, which follows the light and
-    dark palettes where it is inline (on the pages, in the notebooks): black becomes currentColor (black text
-    has no fill: it inherits the root's), the legend's white box the page's background. Inline, it shares the
-    page's ids and styles: the ids of its parts (figure_1, matplotlib.axis_1: every plot has them) go, and
-    its style rule for every element (*) is kept to plots."""
+    """Matplotlib's SVG in the colour of the text around it (black becomes currentColor, the legend's white
+    the page's background), as it is inline in both palettes; without the ids every plot has (figure_1), and
+    its style rule for every element (*) kept to plots."""
     svg = re.sub(r' id="[\w.]+_\d+"', "", svg)
     svg = svg.replace("#000000", "currentColor").replace("fill: #ffffff", "fill: var(--md-default-bg-color, #fff)")
     svg = svg.replace("<svg ", '<svg fill="currentColor" ', 1)
     return svg.replace("*{", "figure.plot svg *{", 1)
+
 
 def record(scripts: bool = True) -> Recording:
     """Run every chapter page once (and the DDP scripts' recorded runs), and make what is stored."""
@@ -174,9 +161,8 @@ def signs_of_no_cuda(runs: dict) -> list[str]:
 
 
 def record_report(path: Path) -> Recording:
-    """The GPU outputs of a check-appendix-a.py report made on a CUDA machine, as record_gpu() would
-    record them there, with where they come from; refused if the pages' code has changed since, or if
-    its runs were not made on the CUDA GPU it names."""
+    """The GPU outputs of a check-appendix-a.py report made on a CUDA machine, as record_gpu() would record
+    them; refused if the pages' code has changed since, or if its runs were not made on the GPU it names."""
     report = read_report(path)
     device = report.get("device") or {}
     if device.get("device") != "cuda":
