@@ -17,13 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-import torch.distributed as dist
 import torch.nn.functional as F
 from torch.utils.data import DataLoader
 from torch.utils.data.distributed import DistributedSampler
 
 from tools import ROOT
-from tools.ddp_runs import FAULT_INJECTION, SCRIPT_RUNS, in_rank_order
+from tools.ddp_runs import FAULT_INJECTION, SCRIPT_RUNS, in_rank_order, training_data
 from tools.ddp_runs import ddp_environment as environment
 from tools.page_runner import compare_text, end, process_group, survivors
 from tools.store import SCRIPT_OUTPUTS, varying_patterns
@@ -166,16 +165,6 @@ def load_script(name):
     return module
 
 
-def script_dataset(script):
-    """The training set that `script`'s prepare_dataset() builds; its samplers need a process group: one of
-    one process, in memory, for the call."""
-    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
-    try:
-        return script.prepare_dataset()[0].dataset
-    finally:
-        dist.destroy_process_group()
-
-
 def single_process_weights(epochs=3, world_size=2):
     """The state_dict of one process, without DDP, trained on the concatenation of the batches that
     ranks 0 .. world_size-1 get at each step: what a DDP run with --save must write.
@@ -183,12 +172,11 @@ def single_process_weights(epochs=3, world_size=2):
     DDP averages the ranks' gradients of their mean losses; with equal batch sizes that is the
     gradient of the mean loss over all their batches together.
     """
-    script = load_script("DDP-script.py")
-    dataset = script_dataset(script)
+    dataset, network = training_data(), load_script("DDP-script.py").NeuralNetwork
     samplers = [DistributedSampler(dataset, num_replicas=world_size, rank=r) for r in range(world_size)]
     loaders = [DataLoader(dataset, batch_size=2, sampler=s, drop_last=True) for s in samplers]
     torch.manual_seed(123)  # as every rank does before building the model
-    model = script.NeuralNetwork(num_inputs=2, num_outputs=2)
+    model = network(num_inputs=2, num_outputs=2)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
     for epoch in range(epochs):
         for sampler in samplers:

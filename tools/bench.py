@@ -21,7 +21,6 @@ import math
 import os
 import platform
 import re
-import runpy
 import shutil
 import statistics
 import subprocess
@@ -34,6 +33,7 @@ from pathlib import Path
 import yaml
 
 from tools import ROOT, page_runner
+from tools.ddp_runs import training_data
 from tools.editions import EDITIONS, ENGLISH
 
 SECTIONS = ("builds", "pages", "matmul", "ddp", "tests")
@@ -151,18 +151,6 @@ def measure_matmul(repeats):
     return result
 
 
-def ddp_training_data():
-    """The DDP scripts' training set (the enlarged toy data), from DDP-script.py itself."""
-    import torch.distributed as dist
-
-    script = runpy.run_path(str(ROOT / "scripts" / "DDP-script.py"))  # its launcher runs only under __main__
-    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)  # for its samplers
-    try:
-        return script["prepare_dataset"]()[0].dataset
-    finally:
-        dist.destroy_process_group()
-
-
 def plain_training(epochs):
     """The book's own training loop in one process, on the DDP scripts' data, batch size and learning rate."""
     import torch
@@ -175,7 +163,7 @@ def plain_training(epochs):
     torch.manual_seed(123)
     model = NeuralNetwork(num_inputs=2, num_outputs=2)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
-    loader = DataLoader(ddp_training_data(), batch_size=2, shuffle=True, drop_last=True)
+    loader = DataLoader(training_data(), batch_size=2, shuffle=True, drop_last=True)
     for epoch in range(epochs):
         model.train()
         for features, labels in loader:
@@ -204,7 +192,7 @@ def launch(command, steps):
 
 
 def measure_ddp(rounds):
-    samples = len(ddp_training_data())
+    samples = len(training_data())
     launchers = {"spawn": lambda processes: [sys.executable, "scripts/DDP-script.py", "--world-size",
                                              str(processes)],
                  "torchrun": lambda processes: [sys.executable, "-m", "torch.distributed.run", "--standalone",

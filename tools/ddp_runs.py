@@ -4,6 +4,7 @@ what they print, rank by rank. The recorder, gpu_check and the DDP tests read th
 
 import os
 import re
+import runpy
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -79,3 +80,16 @@ def run_script(name: str) -> str:
         raise RecordingError(f"`{script_run.command}` exited with status {status}, not {script_run.status}. "
                              f"Its standard error:\n{stderr}")
     return in_rank_order(stdout) if script_run.stream == "stdout" else stderr
+
+
+def training_data():
+    """DDP-script.py's training set (the enlarged toy data), made by the script itself; its samplers need a
+    process group: one of one process, in memory, for the call."""
+    import torch.distributed as dist
+
+    script = runpy.run_path(str(ROOT / "scripts" / "DDP-script.py"))  # its launcher runs only under __main__
+    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    try:
+        return script["prepare_dataset"]()[0].dataset
+    finally:
+        dist.destroy_process_group()
