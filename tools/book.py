@@ -1,10 +1,6 @@
-"""The book's cells on the pages, and where the pages differ from the book.
-
-Each code cell of the book's notebooks (pinned in book/) is one block of its pages, with the
-book's text; or snippets/book_differences.toml declares the difference. The build labels each block with
-the book's cell it shows (compare() finds them, so a label cannot drift), shows each declaration as a
-"Differs from the book" note under the block of its section, on the first page of the book's notebook
-that shows it, and lists them all on the summary page; tests/test_book.py holds the pages to it.
+"""The book's cells on the pages, and where the pages differ from the book. Each code cell of the book's notebooks
+(pinned in book/) is one block of its pages, with the book's text, or snippets/book_differences.toml declares the
+difference: a "Differs from the book" note under the block of its section, on the first page that shows it.
 """
 
 import ast
@@ -14,18 +10,19 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10: the backport, pinned for it in requirements-site.in
-    import tomli as tomllib
-
 from tools import BOOK, pages
 from tools.sections import SNIPPETS
+from tools.store import tomllib
 
 DECLARED = SNIPPETS / "book_differences.toml"
 ISSUES = "https://github.com/rasbt/LLMs-from-scratch/issues/"
 ISSUE = re.compile(r"rasbt/LLMs-from-scratch#(\d+)")
 TABLE_MARK = "<!-- book differences -->"  # where a page lists them all
+
+
+def linked(markdown: str) -> str:
+    """The repository's issue numbers (rasbt/LLMs-from-scratch#N) in `markdown` as links."""
+    return ISSUE.sub(lambda m: f"[{m[0]}]({ISSUES}{m[1]})", markdown)
 
 
 @dataclass(frozen=True, eq=False)  # each declaration is one note: compared by identity
@@ -38,11 +35,9 @@ class Difference:
     page: str  # where the note stands: the first page of the notebook that shows a section
 
     def reason(self, language: str) -> str:
-        """The reason in Markdown, with the repository's issue numbers as links."""
-        return ISSUE.sub(lambda m: f"[{m[0]}]({ISSUES}{m[1]})", self.reasons[language])
+        return linked(self.reasons[language])
 
-    def book_place(self, language: str) -> str:
-        """Where in the book, for the summary's table."""
+    def book_place(self, language: str) -> str:  # for the summary's table
         if self.fix is not None:
             link = f"[#{self.fix}]({ISSUES}{self.fix})"
             return f"印刷版与仓库（{link}）" if language == "zh" else f"printed book and repository ({link})"
@@ -54,7 +49,7 @@ class Difference:
 
 @cache
 def differences(path: Path = DECLARED) -> tuple[Difference, ...]:
-    """Every declaration, checked: ValueError naming the entry if one is malformed."""
+    """Every declaration; ValueError naming the entry if one is malformed."""
     found = []
     for number, entry in enumerate(tomllib.loads(path.read_text())["difference"], start=1):
         where = f"{path.name}, difference {number}"
@@ -83,9 +78,6 @@ def notes_on(page: str) -> dict[str, list[Difference]]:
     return notes
 
 
-# ---------------------------------------------------------------------------------------------
-# The book's cells, and the blocks of the pages that show them
-
 @dataclass(frozen=True)
 class BookCell:
     number: int  # counted from 1, code cells only, as snippets/book_differences.toml counts
@@ -94,8 +86,7 @@ class BookCell:
 
     @property
     def shown(self) -> str:
-        """The cell as a page shows it: no trailing spaces, and a bare last expression whose value the
-        notebook displays printed (a script would print nothing)."""
+        """As a page shows it: no trailing spaces, a bare last expression printed (a script prints nothing)."""
         lines = [line.rstrip() for line in self.source.splitlines()]
         try:
             body = ast.parse(self.source).body
@@ -110,16 +101,13 @@ class BookCell:
 
 
 def book_cells(name: str, folder: Path = BOOK) -> list[BookCell]:
-    cells = json.loads((folder / f"{name}.ipynb").read_text())["cells"]
-    code = [cell for cell in cells if cell["cell_type"] == "code"]
+    code = [cell for cell in json.loads((folder / f"{name}.ipynb").read_text())["cells"] if cell["cell_type"] == "code"]
     return [BookCell(number, "".join(cell["source"]), tuple(cell.get("outputs", ())))
             for number, cell in enumerate(code, start=1)]
 
 
 @dataclass
-class Comparison:
-    """One notebook of the book against the blocks of its pages."""
-
+class Comparison:  # one notebook of the book against the blocks of its pages
     cells: list[BookCell]
     identical: list[int]  # the cells that a block shows with the book's text
     shown_at: dict[int, tuple[str, int]]  # cell -> (page, index of the block on it), declared ones too
@@ -162,20 +150,17 @@ def comparisons(folder: Path = BOOK, declared: tuple[Difference, ...] | None = N
 
 
 @dataclass(frozen=True)
-class Label:
-    """A block that shows cells of the book's notebook."""
-
+class Label:  # of a block that shows cells of the book's notebook
     notebook: str
     cells: tuple[int, ...]
     changed: bool  # a declared difference: its note stands under the block
 
     def text(self, words: dict[str, str]) -> str:
-        numbers = [str(n) for n in self.cells]
-        if len(self.cells) > 1 and self.cells == tuple(range(self.cells[0], self.cells[-1] + 1)):
-            numbers = [f"{self.cells[0]}–{self.cells[-1]}"]
-        title = words["book_cells" if len(self.cells) > 1 else "book_cell"]
-        changed = words["changed"] if self.changed else ""
-        return title.format(notebook=self.notebook, cells=", ".join(numbers)) + changed
+        first, last, many = self.cells[0], self.cells[-1], len(self.cells) > 1
+        numbers = f"{first}–{last}" if self.cells == tuple(range(first, last + 1)) and many else ", ".join(
+            map(str, self.cells))
+        title = words["book_cells" if many else "book_cell"].format(notebook=self.notebook, cells=numbers)
+        return title + (words["changed"] if self.changed else "")
 
 
 def labels(page: str) -> dict[int, Label]:

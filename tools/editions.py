@@ -1,8 +1,6 @@
-"""The site's two editions, English and Simplified Chinese, and the words the tools write in each.
-
-Both show the same code and recorded outputs: a page in docs-zh/ has the English page's file name and
-includes the same snippet sections in the same order (a test checks it). Only the prose differs; what the
-hooks and the recorder write around the code is taken from here.
+"""The site's two editions, English and Simplified Chinese, and the words the tools write in each. Both show the
+same code and recorded outputs: a page in docs-zh/ has the English page's file name and includes the same snippet
+sections in the same order; only the prose differs.
 """
 
 import re
@@ -27,9 +25,7 @@ class Edition:
 
     def device(self, environment: dict) -> str:
         """Where a recording ran, from the environment that tools/record.py stores, in this language."""
-        if environment["gpu"]:
-            return environment["gpu"]
-        return self.words["on_mps" if environment["mps"] else "cpu_only"].format(**environment)
+        return environment["gpu"] or self.words["on_mps" if environment["mps"] else "cpu_only"].format(**environment)
 
     def recorded(self, environment: dict) -> str:
         return self.words["recorded"].format(torch=environment["torch"], device=self.device(environment))
@@ -40,9 +36,8 @@ class Edition:
         return self.words["list_and"].format(rest=self.words["list"].join(rest), last=last) if rest else last
 
     def spaced(self, sentence: str) -> str:
-        """A generated sentence as this edition writes it: in Chinese, a space where a Chinese
-        character meets a Latin letter or a digit, and none between Chinese characters. (Its words
-        space a placeholder as a Latin word, 与 {base} 的差异; filled with Chinese, 与书中的差异.)"""
+        """A generated sentence as this edition writes it: in Chinese, a space where a Chinese character meets a
+        Latin letter or a digit, none between Chinese characters (与 {base} 的差异 filled with 书中: 与书中的差异)."""
         if self is ENGLISH:
             return sentence
         sentence = re.sub(r"(?<=[\u4e00-\u9fff，。：；、）]) +(?=[\u4e00-\u9fff（])", "", sentence)
@@ -56,7 +51,7 @@ ENGLISH = Edition("en", "English", "mkdocs.yml", ROOT / "docs", "", {
     "recorded": "recorded with torch {torch}, {device}",
     "cpu_only": "CPU only, {cores} cores",  # the device of a recording
     "on_mps": "Apple silicon (MPS)",
-    "and": "; ",  # between the reasons under an output
+    "reasons_joiner": "; ",  # between the reasons under an output
     "list": ", ",  # between the names in a list
     "output_on_gpu": "Output on a GPU",
     "differs": "Differs from the book",  # the title of a note from snippets/book_differences.toml
@@ -65,15 +60,13 @@ ENGLISH = Edition("en", "English", "mkdocs.yml", ROOT / "docs", "", {
     "book_cells": "Book · {notebook}, cells {cells}",
     "changed": " · changed, see the note below",
     "ours": "Ours · {adds}",
-    # The DDP scripts on A.9.3: the book's parts, its torchrun script's changes, ours as diffs
-    # (tools/script_diff.py).
+    # The DDP scripts on A.9.3 (tools/script_diff.py): the book's parts, its torchrun script's changes, ours as diffs.
     "book_script": "Book · {script} · {parts}",
     "book_torchrun_diff": "Book · DDP-script-torchrun.py, as a diff of DDP-script.py · {parts}",
     "colon": ": ",
     "the_books": "the book's",
     "script_diff": "{script}: {part}, as a diff of {base}",
     "script_same": "Unchanged from {base}: {parts}.",
-    "why": "Why",
     "book_column": "In the book",
     "page_column": "On this site",
     "why_column": "What differs, and why",
@@ -117,8 +110,7 @@ ENGLISH = Edition("en", "English", "mkdocs.yml", ROOT / "docs", "", {
     "code-part2": "Appendix A, code part 2: A.9 GPU training",
     "exercise-solutions": "Appendix A, exercise solutions",
     "chapter_range": "{first} to {last}",
-    # The footer of a figure that `make bench` measured (tools/bench.py): on a page, when and on what machine;
-    # in README, with the command too.
+    # The footer of a figure measured by `make bench` (tools/bench.py), on a page and in README (with the command).
     "measured_on": "*Measured on {date}: {machine}{note}.*",
     "measured_by": "*Measured by `{command}` on {date}: {machine}{note}.*",
     "at_commit": " at commit {commit}",
@@ -163,17 +155,15 @@ ENGLISH = Edition("en", "English", "mkdocs.yml", ROOT / "docs", "", {
                        "it ran. Run the cells from the top: later cells use what earlier ones defined. It needs "
                        "{packages}."),
     # What each plot shows (its alt text and caption), by the section whose code draws it.
-    "plot:a6_data_loaders:plot_toy_data": (
-        "The three training examples of class 0 (filled dots) and its test example (a ring) lie together at "
-        "the upper left, near feature 1 = −1 and feature 2 = 3; the two training examples of "
-        "class 1 and its test example lie at the lower right, near (2.5, −1.5). The classes are far apart."),
-    "plot:a7_training_loop:plot_loss": (
-        "The training loss over the 6 training steps (2 batches in each of 3 epochs): it falls from 0.75 after "
-        "the first step to almost 0 after the sixth, fastest between steps 3 and 4."),
-    "plot:a7_training_loop:plot_decision_regions": (
-        "The class the model predicts at each point of the plane: a boundary rising gently from lower left to "
-        "upper right splits it into class 0 (blue) at the upper left and class 1 (orange) at the lower right; "
-        "every training example lies inside its own class's region, far from the boundary."),
+    "plot:a6_data_loaders:plot_toy_data": "The three training examples of class 0 (filled dots) and its test "
+        "example (a ring) lie together at the upper left, near feature 1 = −1 and feature 2 = 3; the two training "
+        "examples of class 1 and its test example lie at the lower right, near (2.5, −1.5). The classes are far apart.",
+    "plot:a7_training_loop:plot_loss": "The training loss over the 6 training steps (2 batches in each of 3 "
+        "epochs): it falls from 0.75 after the first step to almost 0 after the sixth, fastest between steps 3 and 4.",
+    "plot:a7_training_loop:plot_decision_regions": "The class the model predicts at each point of the plane: a "
+        "boundary rising gently from lower left to upper right splits it into class 0 (blue) at the upper left and "
+        "class 1 (orange) at the lower right; every training example lies inside its own class's region, far from "
+        "the boundary.",
 })
 
 CHINESE = Edition("zh", "简体中文", "mkdocs.zh.yml", ROOT / "docs-zh", "zh/", {
@@ -183,7 +173,7 @@ CHINESE = Edition("zh", "简体中文", "mkdocs.zh.yml", ROOT / "docs-zh", "zh/"
     "recorded": "记录于 torch {torch}，{device}",
     "cpu_only": "仅 CPU，{cores} 核",
     "on_mps": "Apple 芯片（MPS）",
-    "and": "；",
+    "reasons_joiner": "；",
     "list": "、",
     "output_on_gpu": "在 GPU 上的输出",
     "differs": "与书中不同",
@@ -197,7 +187,6 @@ CHINESE = Edition("zh", "简体中文", "mkdocs.zh.yml", ROOT / "docs-zh", "zh/"
     "the_books": "书中",
     "script_diff": "{script}：{part}，与 {base} 的差异",
     "script_same": "与 {base} 相同：{parts}。",
-    "why": "原因",
     "book_column": "书中",
     "page_column": "本站",
     "why_column": "有何不同，为什么",
@@ -263,7 +252,6 @@ CHINESE = Edition("zh", "简体中文", "mkdocs.zh.yml", ROOT / "docs-zh", "zh/"
     "checked_on": "{system}，{cores} 核，{gpu}",
     "notebook_intro": ("本书可执行版中 {chapters} 的文字和代码，附带运行时记录的输出。请从上往下依次运行各单元格："
                        "后面的单元格会用到前面定义的内容。需要安装 {packages}。"),
-    # What each plot shows (its alt text and caption), by the section whose code draws it.
     "plot:a6_data_loaders:plot_toy_data": (
         "类别 0 的三个训练样本（实心点）和一个测试样本（圆圈）聚在左上方，特征 1 约为 −1、特征 2 约为 3；"
         "类别 1 的两个训练样本和一个测试样本聚在右下方，约在 (2.5, −1.5)。两个类别相距很远。"),
@@ -280,6 +268,5 @@ GLOSSARY = ROOT / "tools" / "glossary.zh.toml"  # the Chinese edition's terms
 GLOSSARY_MARK = "<!-- glossary -->"  # where the Authoring page shows them
 
 
-def of(config) -> Edition:
-    """The edition a MkDocs config builds, by its theme's language."""
+def of(config) -> Edition:  # the edition a MkDocs config builds, by its theme's language
     return EDITIONS[config.theme["language"]]
