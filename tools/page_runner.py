@@ -29,8 +29,7 @@ import uuid
 
 TAG = "PAGE_RUNNER_GROUPS"  # the groups a process belongs to, inherited
 OWN_GROUP = ({"start_new_session": True} if os.name == "posix" else
-             {"creationflags": getattr(subprocess,
-                                       "CREATE_NEW_PROCESS_GROUP", 0)})
+             {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP})
 running, lock, stopping = set(), threading.Lock(), threading.Event()
 
 
@@ -191,24 +190,6 @@ def failure(status, stderr):
     return f"its Python exited with status {status}: {last}"
 
 
-def shown_by(figure):
-    """What each of a figure's axes shows, which the check compares (not its
-    pixels): its labels, and the data of its lines, points and images."""
-    def rounded(rows):
-        return [[round(float(value), 4) for value in row] for row in rows]
-
-    return [{"labels": [axes.get_xlabel(), axes.get_ylabel(), axes.get_title()],
-             "legend": [text.get_text() for text in axes.get_legend().texts]
-             if axes.get_legend() else [],
-             "lines": [rounded(line.get_xydata()) for line in axes.lines],
-             "points": [rounded(points.get_offsets())
-                        for points in axes.collections],
-             "images": [[" ".join(f"{value:.3g}" for value in row)
-                         for row in image.get_array()]
-                        for image in axes.images]}
-            for axes in figure.axes]
-
-
 def run_blocks(script, result, flags):
     """In the child. Matplotlib draws off screen (a window would wait to be
     closed); a figure a block leaves open is saved (--plots), then closed."""
@@ -261,15 +242,29 @@ def run_blocks(script, result, flags):
 
 
 def saved(figure, script, number):
-    """{"data", "svg"}: text as text, not outlines; ids the same on every
-    run and unlike the other plots' (a notebook shows three)."""
-    pyplot = sys.modules["matplotlib.pyplot"]
-    svg = io.StringIO()
-    salt = f"{os.path.basename(script)}:{number}"
-    with pyplot.rc_context({"svg.fonttype": "none", "svg.hashsalt": salt}):
+    """{"data": what each of its axes shows, which the check compares (not
+    its pixels), "svg": it drawn}. The SVG has text as text, not outlines,
+    and ids the same on every run and unlike the other plots' (a notebook
+    shows three)."""
+    def rounded(rows):
+        return [[round(float(value), 4) for value in row] for row in rows]
+
+    data = [{"labels": [axes.get_xlabel(), axes.get_ylabel(), axes.get_title()],
+             "legend": [text.get_text() for text in axes.get_legend().texts]
+             if axes.get_legend() else [],
+             "lines": [rounded(line.get_xydata()) for line in axes.lines],
+             "points": [rounded(points.get_offsets())
+                        for points in axes.collections],
+             "images": [[" ".join(f"{value:.3g}" for value in row)
+                         for row in image.get_array()]
+                        for image in axes.images]}
+            for axes in figure.axes]
+    svg, salt = io.StringIO(), f"{os.path.basename(script)}:{number}"
+    with sys.modules["matplotlib.pyplot"].rc_context(
+            {"svg.fonttype": "none", "svg.hashsalt": salt}):
         figure.savefig(svg, format="svg", transparent=True,
                        metadata={"Date": None})
-    return {"data": shown_by(figure), "svg": svg.getvalue()}
+    return {"data": data, "svg": svg.getvalue()}
 
 
 # ---- what is stored -----------------------------------------------------
