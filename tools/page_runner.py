@@ -1,8 +1,8 @@
 """Run a page's program alone, and compare what it prints.
 
-The recorder, the checker and the tests share this file; check-appendix-a.py
-carries it whole, so it imports only the standard library, in lines of 80
-characters at most. Run as `python -I -c RUNNER SCRIPT RESULT [--plots]`,
+The site records its outputs with this file, checks them with it, and
+check-appendix-a.py carries it whole: it imports only the standard library,
+in lines of 80 characters at most. Run as `python -I -c RUNNER SCRIPT RESULT [--plots]`,
 it runs SCRIPT, a page's download, block by block (`# %%`) in a real
 __main__ module, so that pickling a class defined in a block works as in a
 script, and writes what each block printed (and drew) to RESULT.
