@@ -2,10 +2,11 @@
 
 The site records its outputs with this file, checks them with it, and
 check-appendix-a.py carries it whole: it imports only the standard library,
-in lines of 80 characters at most. Run as `python -I -c RUNNER SCRIPT RESULT [--plots]`,
-it runs SCRIPT, a page's download, block by block (`# %%`) in a real
-__main__ module, so that pickling a class defined in a block works as in a
-script, and writes what each block printed (and drew) to RESULT.
+in lines of 80 characters at most. Run as `python -I -c RUNNER SCRIPT
+RESULT [--plots]`, it runs SCRIPT, a page's download, block by block
+(`# %%`) in a real __main__ module, so that pickling a class defined in a
+block works as in a script, and writes what each block printed (and drew)
+to RESULT.
 """
 
 import concurrent.futures
