@@ -1,7 +1,6 @@
 """The book's cells on the pages, and where the pages differ from the book. Each code cell of the book's notebooks
 (pinned in book/) is one block of its pages, with the book's text, or snippets/book_differences.toml declares the
-difference: a "Differs from the book" note under the block of its section, on the first page that shows it.
-"""
+difference: a "Differs from the book" note under its section's block, on the first page that shows it."""
 
 import ast
 import json
@@ -20,8 +19,7 @@ ISSUE = re.compile(r"rasbt/LLMs-from-scratch#(\d+)")
 TABLE_MARK = "<!-- book differences -->"  # where a page lists them all
 
 
-def linked(markdown: str) -> str:
-    """The repository's issue numbers (rasbt/LLMs-from-scratch#N) in `markdown` as links."""
+def linked(markdown: str) -> str:  # rasbt/LLMs-from-scratch#N as a link to the issue
     return ISSUE.sub(lambda m: f"[{m[0]}]({ISSUES}{m[1]})", markdown)
 
 
@@ -71,10 +69,9 @@ def differences(path: Path = DECLARED) -> tuple[Difference, ...]:
 def notes_on(page: str) -> dict[str, list[Difference]]:
     """{"module:section": the differences whose note stands under that section's block on `page`}."""
     notes = {}
-    for difference in differences():
-        if difference.page == page:
-            for key in difference.sections:
-                notes.setdefault(key, []).append(difference)
+    for difference in (d for d in differences() if d.page == page):
+        for key in difference.sections:
+            notes.setdefault(key, []).append(difference)
     return notes
 
 
@@ -89,10 +86,9 @@ class BookCell:
         """As a page shows it: no trailing spaces, a bare last expression printed (a script prints nothing)."""
         lines = [line.rstrip() for line in self.source.splitlines()]
         try:
-            body = ast.parse(self.source).body
-        except SyntaxError:  # not Python: an IPython magic such as %timeit
-            body = []
-        last = body[-1] if body else None
+            last = ast.parse(self.source).body[-1]
+        except (SyntaxError, IndexError):  # not Python (an IPython magic such as %timeit), or no code
+            last = None
         if isinstance(last, ast.Expr) and any(output["output_type"] == "execute_result" for output in self.outputs):
             end, start = last.end_lineno - 1, last.lineno - 1
             lines[end] = f"{lines[end][:last.end_col_offset]}){lines[end][last.end_col_offset:]}"
@@ -165,8 +161,7 @@ class Label:  # of a block that shows cells of the book's notebook
 
 def labels(page: str) -> dict[int, Label]:
     """{index of a block on `page`: the book's cells it shows}; blocks not in it are ours."""
-    name = pages.notebook_of(page)
-    if name is None:
+    if (name := pages.notebook_of(page)) is None:
         return {}
     comparison, declared = comparisons()[name], {n for d in differences() if d.notebook == name for n in d.cells}
     cells = {}

@@ -1,7 +1,6 @@
 """The site's two editions, English and Simplified Chinese, and the words the tools write in each. Both show the
-same code and recorded outputs: a page in docs-zh/ has the English page's file name and includes the same snippet
-sections in the same order; only the prose differs.
-"""
+same code and recorded outputs: a page in docs-zh/ has the English page's name and includes the same snippet
+sections in the same order; only the prose differs."""
 
 import re
 from dataclasses import dataclass

@@ -65,7 +65,6 @@ def _markdown_cell(lines: list[str]):
 def notebook_text(name: str, runs: dict[str, dict], outputs: dict[str, str], edition: Edition) -> str:
     """The notebook `name` as it is stored: text cells from its pages in `edition`, code cells with outputs."""
     notebook_pages, words = pages.NOTEBOOKS[name], edition.words
-    plot_of = {(page, key): plot for page in notebook_pages for key, plot in runs[page]["plots"].items()}
     first, last = (pages.title(page, edition.docs).split(" ")[0] for page in (notebook_pages[0], notebook_pages[-1]))
     chapters = first if first == last else words["chapter_range"].format(first=first, last=last)
     packages = pages.needs([cell for page in notebook_pages for cell in runs[page]["cells"]])
@@ -90,7 +89,7 @@ def notebook_text(name: str, runs: dict[str, dict], outputs: dict[str, str], edi
             code = nbformat.v4.new_code_cell(cell.code, metadata={"section": cell.key}, execution_count=len(seen))
             if cell.key in outputs:
                 code.outputs = [nbformat.v4.new_output("stream", name="stdout", text=outputs[cell.key])]
-            if plot := plot_of.get((page, cell.key)):
+            if plot := runs[page]["plots"].get(cell.key):
                 code.outputs.append(nbformat.v4.new_output(
                     "display_data", data={"image/svg+xml": plot["svg"], "text/plain": words[f"plot:{cell.key}"]}))
             cells.append(code)

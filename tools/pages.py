@@ -1,7 +1,5 @@
 """What a chapter page's code is. Its *program* is the snippet sections it includes, in page order: what a reader
-gets by copying every Python block from top to bottom, what the recorder runs, the page's download, and the code
-cells of its notebook.
-"""
+copies block by block from the top, what the recorder runs, the page's download, and its notebook's code cells."""
 
 import ast
 import hashlib
@@ -18,12 +16,9 @@ from tools.sections import section_code
 DOCS = ROOT / "docs"
 # The one mapping from notebooks to pages: name -> pages in order (the titles are in tools/editions.py).
 NOTEBOOKS = {
-    "code-part1": [
-        "a1-what-is-pytorch.md", "a2-understanding-tensors.md", "a3-computation-graphs.md",
-        "a4-automatic-differentiation.md", "a5-multilayer-neural-networks.md",
-        "a6-efficient-data-loaders.md", "a7-typical-training-loop.md",
-        "a8-saving-and-loading-models.md",
-    ],
+    "code-part1": ["a1-what-is-pytorch.md", "a2-understanding-tensors.md", "a3-computation-graphs.md",
+                   "a4-automatic-differentiation.md", "a5-multilayer-neural-networks.md",
+                   "a6-efficient-data-loaders.md", "a7-typical-training-loop.md", "a8-saving-and-loading-models.md"],
     "code-part2": ["a9-gpu-training.md"],
     "exercise-solutions": ["exercises.md"],
 }
@@ -110,9 +105,8 @@ def imports(code: str) -> list[str]:
     """The packages outside Python's standard library that `code` imports, in order."""
     nodes = sorted((node for node in ast.walk(ast.parse(code)) if isinstance(node, (ast.Import, ast.ImportFrom))),
                    key=lambda node: (node.lineno, node.col_offset))
-    names = [alias.name if isinstance(node, ast.Import) else node.module for node in nodes for alias in node.names
-             if isinstance(node, ast.Import) or node.level == 0]  # `from . import x` is no package
-    packages = [name.split(".")[0] for name in names]
+    packages = [(alias.name if isinstance(node, ast.Import) else node.module).split(".")[0] for node in nodes
+                for alias in node.names if isinstance(node, ast.Import) or node.level == 0]  # `from . import x`: none
     return list(dict.fromkeys(package for package in packages if package not in sys.stdlib_module_names))
 
 
@@ -148,18 +142,13 @@ def book_commit() -> str:
     return re.search(r"at commit\s+`([0-9a-f]{40})`", (BOOK / "README.md").read_text())[1]
 
 
-def site_repository(config) -> str | None:
-    """Where REPO_URL says (the Pages workflow sets it); None otherwise."""
-    return config.extra.get("site_repository")
-
-
-def colab_url(config, notebook: str, edition) -> tuple[str, bool]:
-    """Open in Colab: (this site's notebook where its repository is on GitHub, else the book's, at the commit
-    book/ copies; whether it is the book's)."""
-    repo = urlsplit(site_repository(config) or "")
+def colab_link(config, notebook: str, edition, words: str) -> str:
+    """The edition's `words` linking Colab to this site's notebook where its repository is on GitHub, else (in the
+    words `words`_book) to the book's, at the commit book/ copies."""
+    repo = urlsplit(config.extra.get("site_repository") or "")  # where REPO_URL says (tools/hooks/render_pages.py)
     if repo.netloc != "github.com":
-        return (f"https://colab.research.google.com/github{urlsplit(BOOK_REPOSITORY).path}/blob/{book_commit()}/"
-                f"{BOOK_NOTEBOOKS}/{notebook}.ipynb", True)
-    branch = match[1] if (match := re.search(r"(?:edit|blob)/([^/]+)/", config.edit_uri or "")) else "main"
-    return (f"https://colab.research.google.com/github{repo.path.rstrip('/')}/blob/{branch}/"
-            f"{edition.docs.name}/notebooks/{notebook}.ipynb", False)
+        path, words = f"{urlsplit(BOOK_REPOSITORY).path}/blob/{book_commit()}/{BOOK_NOTEBOOKS}", f"{words}_book"
+    else:
+        branch = match[1] if (match := re.search(r"(?:edit|blob)/([^/]+)/", config.edit_uri or "")) else "main"
+        path = f"{repo.path.rstrip('/')}/blob/{branch}/{edition.docs.name}/notebooks"
+    return edition.words[words].format(url=f"https://colab.research.google.com/github{path}/{notebook}.ipynb")

@@ -1,7 +1,5 @@
 """What a reader needs, said once for every page: the Pythons (pyproject.toml's requires-python) and the packages
-that each chapter page's code imports (requirements.txt pins them). A page says it with a mark, which the hooks and
-the notebooks replace in the edition's words.
-"""
+that each chapter page's code imports (requirements.txt pins them), as marks the hooks and notebooks fill in."""
 
 import re
 

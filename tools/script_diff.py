@@ -1,9 +1,7 @@
-"""The DDP scripts part by part, each as a diff of its base: our DDP-script.py of the book's (in book/), our
-DDP-script-torchrun.py of ours, and the book's DDP-script-torchrun.py of its DDP-script.py, as the book builds it.
-A part is a top-level statement found with `ast`, with the comments above it: the imports together, a function or
-class by its name, the `__main__` block. Each changed part has its reason, declared once in
-snippets/script_differences.toml as [SCRIPT.PART] (SCRIPT without .py): `summary`, `reason`, `summary_zh`, `reason_zh`.
-"""
+"""The DDP scripts part by part (a top-level statement and the comments above it: the imports together, a function
+or class by name, the `__main__` block), each as a diff of its base: our DDP-script.py of the book's, our
+DDP-script-torchrun.py of ours, the book's torchrun script of its DDP-script.py. Each changed part has its reason in
+snippets/script_differences.toml as [SCRIPT.PART] (SCRIPT without .py): summary, reason, summary_zh, reason_zh."""
 
 import ast
 import difflib
@@ -17,7 +15,6 @@ from tools.store import tomllib
 SCRIPTS = ROOT / "scripts"
 DECLARED = SNIPPETS / "script_differences.toml"
 BASES = {"DDP-script.py": BOOK / "DDP-script.py", "DDP-script-torchrun.py": SCRIPTS / "DDP-script.py"}
-MARK = "<!-- diff of {script} -->"  # where a page shows SCRIPT as a diff of its base
 
 
 def parts(code: str) -> dict[str, str]:
@@ -61,8 +58,7 @@ def compare_code(base_code: str, code: str) -> list[Part]:
 
 
 def diff_lines(old: list[str], new: list[str]) -> list[str]:
-    """The whole of `new` as a diff of `old`, blind to changes of whitespace alone (shown as `new` has it); empty
-    if nothing else changed."""
+    """All of `new` as a diff of `old`, blind to whitespace changes (shown as `new` has it); empty if no other."""
     old_words, new_words = ([" ".join(line.split()) for line in lines] for lines in (old, new))
     if old_words == new_words:
         return []

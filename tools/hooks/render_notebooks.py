@@ -1,8 +1,7 @@
-"""MkDocs hooks for the notebook pages (mkdocs-jupyter renders them): a converter cache per converter version,
-no search entries (the chapter pages index the same code), the English notebook's heading anchors, the plots
-inline, math as MathML, a "Read along" box, each code cell a Material code block, and light pages: only the
-CSS rules that can match (~50 KB of ~590 KB), in a stylesheet, and no markup that shows nothing.
-"""
+"""MkDocs hooks for the notebook pages (mkdocs-jupyter renders them): a cache per converter version, no search
+entries (the chapter pages index the same code), the English notebook's heading anchors, plots inline, math as
+MathML, a "Read along" box, code cells as Material code blocks, and light pages: only the CSS rules that can match
+(~50 KB of ~590 KB), in a stylesheet, and no markup that shows nothing."""
 
 import hashlib
 import html
@@ -38,8 +37,7 @@ def converter_key():
 
 
 def on_config(config: MkDocsConfig) -> MkDocsConfig:
-    """mkdocs-jupyter keys its cache by the notebook and its options, not by the converter's versions: a folder
-    per set of versions, and in it one per edition, as a build evicts every entry it did not use."""
+    """A cache folder per converter version (not in mkdocs-jupyter's key) and edition (a build evicts the rest)."""
     plugin = config.plugins.get("mkdocs-jupyter")
     if plugin is None or not plugin.config["cache"]:
         return config
@@ -60,8 +58,7 @@ def _english_anchors(name: str, config: MkDocsConfig) -> list[str]:
     """The anchors of the headings of the English notebook `name`, in order, as the toc extension makes them."""
     toc = config.mdx_configs.get("toc", {})
     slugify, used, anchors = toc.get("slugify", markdown.extensions.toc.slugify), set(), []
-    notebook = json.loads((editions.ENGLISH.notebooks / f"{name}.ipynb").read_text())
-    for cell in notebook["cells"]:
+    for cell in json.loads((editions.ENGLISH.notebooks / f"{name}.ipynb").read_text())["cells"]:
         if cell["cell_type"] == "markdown":
             text = re.sub(r"^(`{3,}|\$\$).*?^\1", "", "".join(cell["source"]), flags=re.S | re.M)
             for heading in MARKDOWN_HEADING.findall(text):
@@ -155,8 +152,7 @@ def _read_along(page, config) -> str:
     words = edition.words
     links = " · ".join(f'<a href="{get_relative_url(CHAPTERS[p][1], page.url)}">{CHAPTERS[p][0]}</a>'
                        for p in pages.NOTEBOOKS[name])
-    colab, the_books = pages.colab_url(config, name, edition)
-    colab = words["read_along_colab_book" if the_books else "read_along_colab"].format(url=colab)
+    colab = pages.colab_link(config, name, edition, "read_along_colab")
     return (f'<div class="admonition info"><p class="admonition-title">{words["read_along"]}</p>'
             f"<p>{words['read_along_text'].format(chapters=links)}{colab}</p></div>\n")
 
@@ -237,12 +233,10 @@ def on_post_page(output: str, /, *, page: Page, config: MkDocsConfig) -> str:
     css = used_rules(COMMENT.sub("", "\n".join(STYLE.findall(body))), classes)
     name = f"assets/stylesheets/jupyter-{hashlib.sha256(css.encode()).hexdigest()[:12]}.css"
     target = Path(config.site_dir) / name
-    if not target.exists():
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(css)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(css)
     link = f'<link rel="stylesheet" href="{get_relative_url(name, page.url)}">\n'
-    first = STYLE.search(body).start()
-    body = body[:first] + link + STYLE.sub("", body[first:])
+    body = STYLE.sub("", STYLE.sub(lambda first: link, body, count=1))  # the first <style> becomes the link
     return head + "<body" + COLLAPSER.sub("", CDN_MERMAID.sub("", body))
 
 

@@ -1,9 +1,7 @@
-"""MkDocs hooks for the pages: render what was recorded, execute nothing. Each block of snippet sections gets its
-code, its recorded output and plot, and its "Differs from the book" note; a stale or missing output fails
-`mkdocs build --strict` (`mkdocs serve` marks the page instead). Also: the downloads and "Run it yourself" box,
-math as MathML, the search index, the language switch; in the edition's words (tools/editions.py). The notebook
-pages have hooks of their own (tools/hooks/render_notebooks.py).
-"""
+"""MkDocs hooks for the pages (the notebooks': tools/hooks/render_notebooks.py): render what was recorded, execute
+nothing. Each block of snippet sections gets its code, recorded output and plot, and "Differs from the book" note; a
+stale or missing output fails `mkdocs build --strict` (`mkdocs serve` marks the page). Also: the downloads, the "Run
+it yourself" box, math as MathML, the search index, the language switch, in each edition's words (tools/editions.py)."""
 
 import itertools
 import json
@@ -18,7 +16,6 @@ from pathlib import Path
 from urllib.parse import urljoin, urlsplit
 
 import latex2mathml.converter
-import pygments
 import pygments.formatters
 import pygments.lexers
 from markdown import markdown as render_markdown
@@ -41,7 +38,6 @@ log = logging.getLogger("mkdocs.hooks")
 # jieba (the search's Chinese word splitter) prints its dictionary's loading times on every build.
 logging.getLogger("jieba").setLevel(logging.WARNING)
 SERVING = "APPENDIX_A_SERVING"  # set by on_startup; an environment variable outlives the reloads of this file
-RECORDED = {}  # snippets/outputs/recorded.json, read once per build (on_pre_build)
 
 
 def on_startup(*, command: str, dirty: bool) -> None:
@@ -50,11 +46,6 @@ def on_startup(*, command: str, dirty: bool) -> None:
 
 def serving() -> bool:
     return bool(os.environ.get(SERVING))
-
-
-def on_pre_build(*, config: MkDocsConfig) -> None:
-    RECORDED.clear()
-    RECORDED.update(json.loads(MANIFEST.read_text()))
 
 
 def _mathml(display: str):  # pymdownx's formatter of a custom fence or inline code
@@ -74,44 +65,37 @@ def on_config(config: MkDocsConfig) -> MkDocsConfig:
                                  for other in editions.EDITIONS.values()]
     for palette, toggle in zip(config.theme["palette"], ("dark_mode", "light_mode")):
         palette["toggle"]["name"] = words[toggle]
-    config.extra["words"] = {key: words[key] for key in (
-        "download_notebook", "page_not_found", "page_not_found_text", "search_the_site", "go_home", "contents",
-        "made_with")}
+    config.extra["words"] = words  # for overrides/*.html
     config.mdx_configs.setdefault("toc", {})["permalink_title"] = words["permalink"]
     for extension, kind, display in (("pymdownx.superfences", "custom_fences", "block"),
                                      ("pymdownx.inlinehilite", "custom_inline", "inline")):
         config.mdx_configs.setdefault(extension, {}).setdefault(kind, []).append(
             {"name": "math", "class": "math", "format": _mathml(display)})
-    _repository(config, words)
-    return config
-
-
-def _repository(config: MkDocsConfig, words) -> None:
-    """The header's repository button: this site's where REPO_URL says where it is, else the book's code."""
+    # The header's repository button: this site's where REPO_URL says where it is, else the book's code.
     site = config.repo_url.rstrip("/") or None
-    config.extra["site_repository"] = site  # read by tools/pages.py: the Colab links, the repository line
+    config.extra["site_repository"] = site  # for the Colab links (tools/pages.py)
     config.repo_url = site or pages.BOOK_REPOSITORY
     name = urlsplit(config.repo_url).path.strip("/")
     config.repo_name = words["site_repository" if site else "book_repository"].format(name=name)
+    config.extra["repository_line"] = words["repository_line"].format(url=site, name=name) if site else ""
+    return config
 
 
 def on_files(files: Files, /, *, config: MkDocsConfig) -> Files:
     """The downloads; in the Chinese edition, the English edition's stylesheet and script too."""
-    def add(uri: str, **source):
-        files.append(File.generated(config, uri, **source))
-
     if editions.of(config) is not editions.ENGLISH:
         for path in sorted((editions.ENGLISH.docs / "assets").glob("*.*")):
             if not files.get_file_from_path(f"assets/{path.name}"):
-                add(f"assets/{path.name}", abs_src_path=str(path))
+                files.append(File.generated(config, f"assets/{path.name}", abs_src_path=str(path)))
     for pattern in ("scripts/*.py", "scripts/*/*.py", "scripts/*.sbatch"):
         for path in sorted(ROOT.glob(pattern)):
-            add(f"downloads/{path.relative_to(ROOT).as_posix()}", abs_src_path=str(path))
+            files.append(File.generated(config, f"downloads/{path.relative_to(ROOT).as_posix()}",
+                                        abs_src_path=str(path)))
     scripts = {pages.download_name(page): partial(pages.download_text, page) for page in pages.chapter_pages()}
     scripts[checker.NAME] = checker.generate  # for a reader's machine: every page's download and outputs
     for name, script in scripts.items():
         try:
-            add(f"downloads/{name}", content=script())
+            files.append(File.generated(config, f"downloads/{name}", content=script()))
         except (KeyError, ValueError):  # a missing or broken section: its page says so
             continue
     return files
@@ -153,8 +137,7 @@ def _title_and_note(cells, varying, environment, edition) -> tuple[str, str]:
 
 def _plot_figure(plot: Path, key: str, edition, source: str) -> str:
     """A recorded plot as an inline SVG (it follows the palette) named by its caption, which says what it shows."""
-    caption = edition.words.get(f"plot:{key}")
-    if caption is None:
+    if (caption := edition.words.get(f"plot:{key}")) is None:
         return _problem(f"{source}: tools/editions.py has no words 'plot:{key}' (what the plot of {key} shows, "
                         "its caption and alt text); add them.", "Plot without a caption")
     svg = plot.read_text()
@@ -168,15 +151,9 @@ def _indented(text: str, indent: str) -> str:
     return textwrap.indent(text, indent, lambda line: True)  # blank lines too, as pymdownx.snippets does
 
 
-def _with_outputs(markdown: str, page: str, edition) -> str:
-    source = f"{edition.docs.name}/{page}"
-    try:
-        cells = pages.program(page, markdown)
-    except (KeyError, ValueError) as error:  # pymdownx.snippets stops a build on it; serving, show the page
-        if serving():
-            markdown = pages.INCLUDE.sub(lambda m: "" if _missing(*m.groups()) else m[0], markdown)
-        return _problem(f"{source}: {error.args[0]}", "Missing code") + markdown  # no outputs until fixed
-    entries, varying, notes = RECORDED["pages"].get(page, {}), varying_patterns(), book.notes_on(page)
+def _with_outputs(markdown: str, page: str, cells: list[pages.Cell], edition) -> str:
+    source, recorded = f"{edition.docs.name}/{page}", json.loads(MANIFEST.read_text())
+    entries, varying, notes = recorded["pages"].get(page, {}), varying_patterns(), book.notes_on(page)
     current = dict(zip((cell.key for cell in cells), pages.fingerprints(cells)))
     by_key = {cell.key: cell for cell in cells}
 
@@ -187,7 +164,7 @@ def _with_outputs(markdown: str, page: str, edition) -> str:
         code = pages.block_code(match["includes"], lambda module, section: by_key[f"{module}:{section}"].code)
         after, block = [], match[0].replace(match["includes"], _indented(code + "\n", match["indent"]), 1)
         if printed:
-            title, note = _title_and_note(printed, varying, RECORDED["environment"], edition)
+            title, note = _title_and_note(printed, varying, recorded["environment"], edition)
             after.append(_output_block(title, [output_path(c.key, ".txt") for c in printed], note))
             gpu = [output_path(c.key, ".txt", GPU_OUTPUTS) for c in printed if c.key in varying]
             if gpu := [path for path in gpu if path.exists()]:  # recorded by `make gpu-check` on a CUDA machine
@@ -217,11 +194,10 @@ OURS = re.compile(r'\s*\bours="([^"]*)"')  # in a block's opening line: ```pytho
 
 
 def _with_labels(markdown: str, page: str, edition) -> str:
-    """Title each block of snippet sections with the book's cells it shows (tools/book.py finds them), or with
-    what it adds (its `ours="..."`). On a chapter page a block that is neither, or both, is a problem."""
+    """Title each block with the book's cells it shows (tools/book.py finds them), or with what it adds (ours)."""
     try:
         books = book.labels(page)
-    except (KeyError, ValueError):  # a missing section: _with_outputs reports it
+    except (KeyError, ValueError):  # a missing section: on_page_markdown reports it
         return markdown
     chapter, blocks = page in pages.chapter_pages(), itertools.count()
 
@@ -245,20 +221,15 @@ def _with_labels(markdown: str, page: str, edition) -> str:
     return pages.SNIPPET_FENCE.sub(label, markdown)
 
 
-def _run_it_yourself(page, config, edition) -> str:
-    src, words = page.file.src_uri, edition.words
-    name = pages.download_name(src)
+def _run_it_yourself(src: str, cells: list[pages.Cell], config, edition) -> str:
+    words, name = edition.words, pages.download_name(src)
     script = get_relative_url(f"downloads/{name}", src)
-    try:
-        packages = edition.listing(prerequisites.as_code(pages.needs(pages.program(src))))
-    except (KeyError, ValueError):  # a missing section: _with_outputs reports it
-        return ""
+    packages = edition.listing(prerequisites.as_code(pages.needs(cells)))
     links = [words["download"].format(script=f'[`{name}`]({script}){{ download="{name}" }}', packages=packages)]
     if notebook := pages.notebook_of(src):
-        colab, the_books = pages.colab_url(config, notebook, edition)
         links.append(words["notebook"].format(
             notebook=f"[{notebook}]({get_relative_url(f'notebooks/{notebook}.ipynb', src)})")
-            + words["colab_book" if the_books else "colab"].format(url=colab))
+            + pages.colab_link(config, notebook, edition, "colab"))
     return f'!!! tip "{words["run_it_yourself"]}"\n\n    ' + words["or"].join(links) + words["full_stop"] + "\n\n"
 
 
@@ -278,21 +249,15 @@ def _glossary_table() -> str:
     return pages.table(["English", "中文", "Not", "Note"], rows)
 
 
-REPOSITORY_MARK = "<!-- site repository -->"  # where Home and Authoring link the site's repository
+REPOSITORY_MARK = "<!-- site repository -->"  # where Home and Authoring link the site's repository_line (on_config)
 
 
-def _repository_line(config, edition) -> str:
-    if not (site := pages.site_repository(config)):
-        return ""
-    return edition.words["repository_line"].format(url=site, name=urlsplit(site).path.strip("/"))
-
-
-# The DDP scripts on the A.9.3 pages (tools/script_diff.py), as HTML without a line anchor per line (light on a
-# phone): <!-- book's DDP-script.py[, folded]: PART, PART --> the book's parts (collapsed); <!-- book's
-# DDP-script-torchrun.py as a diff: PART --> the book's change to them; <!-- diff of SCRIPT --> ours, a list of
-# the changed parts, each opening its diff. Each part of the book's scripts is shown once.
+# The DDP scripts on A.9.3 (tools/script_diff.py), as HTML without line anchors (light on a phone): <!-- book's
+# DDP-script.py[, folded]: PART, PART --> the book's parts (collapsed); <!-- book's DDP-script-torchrun.py as a diff:
+# PART --> its changes to them; <!-- diff of SCRIPT --> ours, each changed part opening its diff. Each shown once.
 
 BOOK_MARK = re.compile(r"<!-- book's (DDP-script\.py|DDP-script-torchrun\.py as a diff)(, folded)?: ([\w, ]+) -->")
+DIFF_MARK = re.compile("<!-- diff of (%s) -->" % "|".join(map(re.escape, script_diff.BASES)))
 
 
 def _code_html(code: str, language: str, title: str) -> str:
@@ -309,11 +274,10 @@ def _folded(summary: str, body: str) -> str:
 
 def _scripts_as_html(content: str, page: str, edition) -> str:
     words, shown = edition.words, []
-    if BOOK_MARK.search(content):
-        book_code = (BOOK / "DDP-script.py").read_text()  # and the book's torchrun script as a diff of it
-        book_script = script_diff.parts(book_code)
-        torchrun = script_diff.compare_code(book_code, (BOOK / "DDP-script-torchrun.py").read_text())
-        torchrun_changes = {part.name: part.diff for part in torchrun if part.diff}
+    book_code = (BOOK / "DDP-script.py").read_text()  # and the book's torchrun script as a diff of it
+    book_script = script_diff.parts(book_code)
+    torchrun = script_diff.compare_code(book_code, (BOOK / "DDP-script-torchrun.py").read_text())
+    torchrun_changes = {part.name: part.diff for part in torchrun if part.diff}
 
     def book_parts(match):
         script, names = match[1].split()[0], [name.strip() for name in match[3].split(",")]
@@ -336,10 +300,7 @@ def _scripts_as_html(content: str, page: str, edition) -> str:
             log.warning(f"{page} leaves out the book's parts {missing}; show each with <!-- book's ... -->")
         if twice := sorted({entry for entry in shown if shown.count(entry) > 1 or entry not in wanted}):
             log.warning(f"{page} shows the book's parts {twice} twice, or parts that do not exist or differ")
-    for script in script_diff.BASES:
-        if (mark := script_diff.MARK.format(script=script)) in content:
-            content = content.replace(mark, _script_diff(script, edition))
-    return content
+    return DIFF_MARK.sub(lambda match: _script_diff(match[1], edition), content)
 
 
 def _script_diff(script: str, edition) -> str:
@@ -365,7 +326,7 @@ def _script_diff(script: str, edition) -> str:
 def on_page_markdown(markdown: str, /, *, page: Page, config: MkDocsConfig, files: Files) -> str:
     src, edition = page.file.src_uri, editions.of(config)
     markdown = prerequisites.fill(markdown, edition)  # the Pythons and packages a reader needs
-    for mark, text in {REPOSITORY_MARK: lambda: _repository_line(config, edition),
+    for mark, text in {REPOSITORY_MARK: lambda: config.extra["repository_line"],
                        book.TABLE_MARK: lambda: _differences_table(edition), editions.GLOSSARY_MARK: _glossary_table,
                        # with the pages as they are now: a page changed since says so
                        checker.VERSIONS_MARK: lambda: checker.versions_md(json.loads(checker.VERSIONS.read_text()),
@@ -375,8 +336,14 @@ def on_page_markdown(markdown: str, /, *, page: Page, config: MkDocsConfig, file
     markdown = _with_labels(markdown, src, edition)
     if src not in pages.chapter_pages():
         return markdown
-    markdown = _with_outputs(markdown, src, edition)
-    box = _run_it_yourself(page, config, edition)
+    try:
+        cells = pages.program(src, markdown)
+    except (KeyError, ValueError) as error:  # pymdownx.snippets stops a build on it; serving, show the page
+        if serving():
+            markdown = pages.INCLUDE.sub(lambda m: "" if _missing(*m.groups()) else m[0], markdown)
+        return _problem(f"{edition.docs.name}/{src}: {error.args[0]}", "Missing code") + markdown  # until fixed
+    markdown = _with_outputs(markdown, src, cells, edition)
+    box = _run_it_yourself(src, cells, config, edition)
     if page.meta.get("run_it_yourself") == "at the end":  # e.g. not above the exercises' solutions
         return f"{markdown.rstrip()}\n\n{box}"
     title, _, rest = markdown.partition("\n")  # after the title, which stays first
