@@ -16,9 +16,8 @@ import pytest
 from bs4 import BeautifulSoup
 from conftest import PUBLISHED, ROOT, SUB_PATH, mkdocs_build, nav_pages
 
-from tools import BOOK, book, pages, prerequisites
+from tools import BOOK, book, pages, prerequisites, tomllib
 from tools.editions import CHINESE, EDITIONS, ENGLISH, GLOSSARY
-from tools.store import tomllib
 
 
 def soup_of(site: Path, url: str) -> BeautifulSoup:
@@ -174,7 +173,7 @@ def chinese_texts() -> dict[str, str]:
     paths = [*CHINESE.docs.rglob("*.md"), *CHINESE.docs.glob("assets/diagrams/*.svg"),
              *CHINESE.notebooks.glob("*.ipynb"), *ROOT.glob("measured/*.zh.md"), ROOT / CHINESE.config]
     texts = {str(path.relative_to(ROOT)): path.read_text() for path in paths}
-    texts["tools/editions.py (CHINESE.words)"] = "\n".join(CHINESE.words.values())
+    texts["tools/words.toml (zh)"] = "\n".join(CHINESE.words.values())
     for declared in ("snippets/varying_outputs.toml", "snippets/book_differences.toml",
                      "snippets/script_differences.toml"):
         texts[f"{declared} (reason_zh, summary_zh)"] = "\n".join(re.findall(

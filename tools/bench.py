@@ -217,7 +217,7 @@ def measure_tests():
 
 
 def machine():
-    """What the figures were measured on; tools/editions.py words it in each language."""
+    """What the figures were measured on; tools/words.toml words it in each language."""
     import torch
 
     cpu = platform.processor() or platform.machine()
@@ -245,7 +245,7 @@ def ratio(value, baseline):
 
 
 # The English and the Chinese edition each include their own file: measured/NAME.md, measured/NAME.zh.md,
-# in the words of tools/editions.py.
+# in the words of tools/words.toml.
 def matmul_md(matmul, language="en"):
     words = EDITIONS[language].words
     gpu = words["bench_matmul_gpu"].format(**matmul) if matmul["gpu"] else words["bench_matmul_no_gpu"]
@@ -279,7 +279,7 @@ def against(value, baseline):
 
 
 def readme_rows(results):
-    """README's rows, in English: (the words' key in tools/editions.py, the figure), for each section measured."""
+    """README's rows, in English: (the words' key in tools/words.toml, the figure), for each section measured."""
     if builds := results.get("builds"):
         yield "readme_cold", against(builds["cold"], builds["plain"])
         yield "readme_repeat", f"{builds['repeat']:.2f} s: {ratio(builds['repeat'], builds['plain'])}"

@@ -9,9 +9,8 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from tools import BOOK, pages
+from tools import BOOK, pages, tomllib
 from tools.sections import SNIPPETS
-from tools.store import tomllib
 
 DECLARED = SNIPPETS / "book_differences.toml"
 ISSUES = "https://github.com/rasbt/LLMs-from-scratch/issues/"

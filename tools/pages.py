@@ -14,7 +14,7 @@ from tools.editions import ENGLISH
 from tools.sections import section_code
 
 DOCS = ROOT / "docs"
-# The one mapping from notebooks to pages: name -> pages in order (the titles are in tools/editions.py).
+# The one mapping from notebooks to pages: name -> pages in order (the titles are in tools/words.toml).
 NOTEBOOKS = {
     "code-part1": ["a1-what-is-pytorch.md", "a2-understanding-tensors.md", "a3-computation-graphs.md",
                    "a4-automatic-differentiation.md", "a5-multilayer-neural-networks.md",

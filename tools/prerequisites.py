@@ -3,8 +3,7 @@ that each chapter page's code imports (requirements.txt pins them), as marks the
 
 import re
 
-from tools import ROOT, pages
-from tools.store import tomllib
+from tools import ROOT, pages, tomllib
 
 
 def pythons() -> tuple[str, str]:

@@ -101,7 +101,7 @@ def record(scripts: bool = True) -> Recording:
     for key in recording.plots:
         if missing := [edition.name for edition in EDITIONS.values() if f"plot:{key}" not in edition.words]:
             module, section = key.split(":")
-            raise RecordingError(f"snippets/{module}.py, section '{section}' draws a plot, but tools/editions.py "
+            raise RecordingError(f"snippets/{module}.py, section '{section}' draws a plot, but tools/words.toml "
                                  f"has no words 'plot:{key}' (what the plot shows: its alt text) in "
                                  f"{' and '.join(missing)}; add them.")
     for edition in EDITIONS.values():  # one notebook per language: the same cells, the text of its edition

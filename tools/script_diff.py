@@ -8,9 +8,8 @@ import difflib
 from dataclasses import dataclass
 from functools import cache
 
-from tools import BOOK, ROOT
+from tools import BOOK, ROOT, tomllib
 from tools.sections import SNIPPETS
-from tools.store import tomllib
 
 SCRIPTS = ROOT / "scripts"
 DECLARED = SNIPPETS / "script_differences.toml"

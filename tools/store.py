@@ -10,12 +10,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10: the backport, pinned for it in requirements-site.in
-    import tomli as tomllib
-
-from tools import ROOT
+from tools import ROOT, tomllib
 from tools.editions import EDITIONS
 from tools.page_runner import compare_text, write_files
 from tools.sections import SNIPPETS

@@ -1,7 +1,7 @@
 """MkDocs hooks for the pages (the notebooks': tools/hooks/render_notebooks.py): render what was recorded, execute
 nothing. Each block of snippet sections gets its code, recorded output and plot, and "Differs from the book" note; a
 stale or missing output fails `mkdocs build --strict` (`mkdocs serve` marks the page). Also: the downloads, the "Run
-it yourself" box, math as MathML, the search index, the language switch, in each edition's words (tools/editions.py)."""
+it yourself" box, math as MathML, the search index, the language switch, in each edition's words (tools/words.toml)."""
 
 import itertools
 import json
@@ -30,9 +30,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # mkdocs loads thi
 for name in [name for name in sys.modules if name == "tools" or name.startswith("tools.")]:
     del sys.modules[name]
 
-from tools import BOOK, ROOT, book, checker, editions, pages, prerequisites, script_diff  # noqa: E402
+from tools import BOOK, ROOT, book, checker, editions, pages, prerequisites, script_diff, tomllib  # noqa: E402
 from tools.sections import section_code  # noqa: E402
-from tools.store import GPU_OUTPUTS, MANIFEST, output_path, tomllib, varying_patterns  # noqa: E402
+from tools.store import GPU_OUTPUTS, MANIFEST, output_path, varying_patterns  # noqa: E402
 
 log = logging.getLogger("mkdocs.hooks")
 # jieba (the search's Chinese word splitter) prints its dictionary's loading times on every build.
@@ -138,7 +138,7 @@ def _title_and_note(cells, varying, environment, edition) -> tuple[str, str]:
 def _plot_figure(plot: Path, key: str, edition, source: str) -> str:
     """A recorded plot as an inline SVG (it follows the palette) named by its caption, which says what it shows."""
     if (caption := edition.words.get(f"plot:{key}")) is None:
-        return _problem(f"{source}: tools/editions.py has no words 'plot:{key}' (what the plot of {key} shows, "
+        return _problem(f"{source}: tools/words.toml has no words 'plot:{key}' (what the plot of {key} shows, "
                         "its caption and alt text); add them.", "Plot without a caption")
     svg = plot.read_text()
     name = f"plot-{key.replace(':', '-').replace('_', '-')}"
