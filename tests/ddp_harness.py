@@ -22,9 +22,9 @@ from torch.utils.data import DataLoader
 from torch.utils.data.distributed import DistributedSampler
 
 from tools import ROOT
-from tools.ddp_runs import FAULT_INJECTION, SCRIPT_RUNS, in_rank_order, training_data
+from tools.ddp_runs import FAULT_INJECTION, SCRIPT_RUNS, run_key, training_data
 from tools.ddp_runs import ddp_environment as environment
-from tools.page_runner import compare_text, end, process_group, survivors
+from tools.page_runner import compare_text, end_group, process_group, survivors
 from tools.store import SCRIPT_OUTPUTS, varying_patterns
 
 SCRIPTS = ROOT / "scripts"
@@ -119,7 +119,7 @@ def run_job(args, env=None, timeout=120, settle=2.0, cwd=ROOT, signal_after=None
                        for stream, lines, check in ((process.stdout, out, watch), (process.stderr, err, None))]
             for reader in readers:
                 reader.start()
-            timer = threading.Timer(timeout, end, [process])
+            timer = threading.Timer(timeout, end_group, [process])
             timer.start()
             try:
                 process.wait()
@@ -151,8 +151,7 @@ def assert_recorded(job, name):
         f"`{run.command}` should exit with status {run.status}, leaving nothing behind:\n{job.describe()}")
     path = SCRIPT_OUTPUTS / name
     assert path.exists(), f"{path.relative_to(ROOT)} is missing; record it with `make outputs`."
-    printed = in_rank_order(job.stdout) if run.stream == "stdout" else job.stderr
-    diff = compare_text(path.read_text(), printed, f"scripts:{Path(name).stem}", varying_patterns(), name)
+    diff = compare_text(path.read_text(), run.recorded(job.stdout, job.stderr), run_key(name), varying_patterns(), name)
     assert diff is None, (f"{path.relative_to(ROOT)} differs from what `{run.command}` prints now; if the "
                           f"change is intended, re-record it with `make outputs`:\n{diff}")
 

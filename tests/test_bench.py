@@ -3,20 +3,20 @@
 import json
 import re
 import shutil
-import subprocess
 import sys
 
 import yaml
 
 from tools.bench import README_END, README_START, ROOT, render
 from tools.hooks.render_notebooks import converter_key
+from tools.page_runner import run
 
 NOTEBOOK_TEXT = "A sentence that only this notebook holds."
 
 
 def test_documented_make_command_writes_the_figures_and_the_readme_table(tmp_path):
-    subprocess.run(["make", "bench", f"ARGS=--only matmul --out {tmp_path}"], cwd=ROOT, check=True,
-                   capture_output=True, timeout=300)
+    status, _, stderr = run(["make", "bench", f"ARGS=--only matmul --out {tmp_path}"], 300, cwd=ROOT)
+    assert status == 0, stderr
     matmul = json.loads((tmp_path / "measured" / "bench.json").read_text())["matmul"]
     assert matmul["command"] == 'make bench ARGS="--only matmul"'
     assert matmul["cpu_us"] > 0 and matmul["cpu_1_thread_us"] > 0
@@ -47,8 +47,8 @@ def notebook(text):
 
 
 def build(site, config="mkdocs.yml"):
-    subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f", config], cwd=site, check=True,
-                   capture_output=True)
+    status, _, stderr = run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f", config], 300, cwd=site)
+    assert status == 0, stderr
     return (site / "site" / "nb" / "index.html").read_text()
 
 

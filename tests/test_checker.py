@@ -18,7 +18,7 @@ import pytest
 import torch
 from bs4 import BeautifulSoup
 
-from tools import checker, pages, record, store
+from tools import checker, page_runner, pages, record, store
 from tools.checker import NAME
 from tools.editions import EDITIONS, ENGLISH
 from tools.page_runner import process_group, survivors, tagged
@@ -35,7 +35,8 @@ def run_checker(folder, *args, site=None, python=(sys.executable, "-I"), timeout
             meanwhile(process)
         stdout, stderr = process.communicate(timeout=timeout)
         assert survivors(process.tag) == [] and list((folder / "tmp").iterdir()) == []
-    assert {path.name for path in folder.iterdir()} <= {NAME, "tmp", *args}
+    report = args[args.index("--report") + 1] if "--report" in args else None
+    assert {path.name for path in folder.iterdir()} <= {NAME, "tmp", report}
     return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
 
 
@@ -281,6 +282,13 @@ def test_on_apple_silicon_the_cpu_runs_hide_mps_and_the_device_runs_use_it(monke
     # A page is named by its id or its script (an unknown one: test_bad_input_is_one_sentence).
     assert [program.page_name(text) for text in ("a.7", "A7", "exercises.py", "a9-gpu-training")] == [
         "a7-typical-training-loop.md", "a7-typical-training-loop.md", "exercises.md", "a9-gpu-training.md"]
+
+
+def test_a_cpu_run_on_apple_silicon_sees_no_apple_gpu():
+    """--hide-mps, really run: the page's torch reports no MPS (replaced before the page's first block)."""
+    code = '"""A page."""\n# %%\nimport torch\nprint(torch.backends.mps.is_available.__name__)\n'
+    runs = [page_runner.run_page(code, "mps.py", 120, hide_mps=hide)["outputs"] for hide in (False, True)]
+    assert runs == [["is_available\n"], ["<lambda>\n"]]
 
 
 # ---------------------------------------------------------------------------------------------

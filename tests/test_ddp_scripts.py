@@ -3,7 +3,6 @@ each script alone in an empty folder, carrying the same model and data as the ch
 
 import ast
 import re
-import subprocess
 import sys
 import textwrap
 import uuid
@@ -28,6 +27,7 @@ from ddp_harness import (
 from tools import ROOT, script_diff
 from tools.ddp_runs import ddp_environment as environment
 from tools.ddp_runs import in_rank_order, trained_fully
+from tools.page_runner import run
 from tools.sections import section_code
 
 LAUNCHERS = {"spawn": "DDP-script.py", "torchrun": "DDP-script-torchrun.py"}  # both print the recorded run
@@ -220,10 +220,9 @@ def test_leaving_without_destroy_process_group_is_caught(jobs, launcher):
 
 def test_gpu_check_without_cuda_says_so_in_one_sentence_and_fails():
     gpu_outputs = sorted((SCRIPTS / "outputs").rglob("gpu/*"))
-    result = subprocess.run([sys.executable, "-m", "tools.gpu_check"], cwd=ROOT, env=environment(),
-                            capture_output=True, text=True, timeout=120)
-    assert result.returncode == 1, result.stderr
-    assert result.stderr == (f"gpu-check needs a CUDA GPU, and torch {torch.__version__} sees none on this "
+    status, _, stderr = run([sys.executable, "-m", "tools.gpu_check"], 120, cwd=ROOT, env=environment())
+    assert status == 1, stderr
+    assert stderr == (f"gpu-check needs a CUDA GPU, and torch {torch.__version__} sees none on this "
                              "machine; run `make gpu-check` on a machine with an NVIDIA GPU and a CUDA build "
                              "of torch.\n")
     assert sorted((SCRIPTS / "outputs").rglob("gpu/*")) == gpu_outputs, "nothing is recorded"

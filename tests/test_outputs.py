@@ -204,7 +204,7 @@ def test_a_page_that_hangs_is_stopped_and_named(monkeypatch):
     monkeypatch.setattr(pages, "download_text", lambda page, cells: "# %%\nimport time\ntime.sleep(60)\n")
     with pytest.raises(store.RecordingError, match=r"^the code of docs/a2-understanding-tensors.md was still "
                                                     r"running after 1 s, so it was stopped"):
-        record.run_page("a2-understanding-tensors.md")
+        record.record_page("a2-understanding-tensors.md")
 
 
 def test_every_torch_version_typed_in_the_repository_is_the_recorded_one():

@@ -7,7 +7,6 @@ import json
 import posixpath
 import re
 import shutil
-import subprocess
 from collections import Counter
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -18,6 +17,7 @@ from conftest import PUBLISHED, ROOT, SUB_PATH, mkdocs_build, nav_pages
 
 from tools import BOOK, book, pages, prerequisites, tomllib
 from tools.editions import CHINESE, EDITIONS, ENGLISH, GLOSSARY
+from tools.page_runner import run
 
 
 def soup_of(site: Path, url: str) -> BeautifulSoup:
@@ -347,9 +347,9 @@ def test_the_pages_say_the_pythons_of_pyproject_and_the_packages_the_code_import
     assert re.search(rf"[(（]{re.escape(oldest)} ", article_text(built_site, f"{edition.prefix}exercises"))
     assert f"sys.version_info >= (3, {oldest.split('.')[1]})" in pages.section_code(
         "exercise_solutions", "a1_python_version")
-    make = subprocess.run(["make", "-s", "--no-print-directory", "--eval", "pythons: ; @echo $(SUPPORTED_PYTHONS)",
-                           "pythons"], cwd=ROOT, capture_output=True, text=True, check=True)  # also under make -C
-    assert make.stdout.split() == [f"3.{minor}" for minor in range(int(oldest[2:]), int(newest[2:]) + 1)]
+    _, stdout, _ = run(["make", "-s", "--no-print-directory", "--eval", "pythons: ; @echo $(SUPPORTED_PYTHONS)",
+                        "pythons"], 60, cwd=ROOT)  # also under make -C
+    assert stdout.split() == [f"3.{minor}" for minor in range(int(oldest[2:]), int(newest[2:]) + 1)]
 
 
 # --- Learners' pages teach: how the site is made and checked is on Authoring and in README
@@ -463,12 +463,12 @@ def test_the_strict_build_stops_on_a_broken_repository_and_names_each_problem(pl
         else:
             text = (copy / path).read_text()
             (copy / path).write_text(text.replace(old, new) if old else text + new)
-    result = mkdocs_build(copy / "mkdocs.yml", tmp_path / "site")
-    assert result.returncode != 0, "the build passed with " + ", ".join(planted)
-    warnings = "\n".join(line for line in result.stderr.splitlines() if line.startswith("WARNING"))
+    status, stderr = mkdocs_build(copy / "mkdocs.yml", tmp_path / "site")
+    assert status != 0, "the build passed with " + ", ".join(planted)
+    warnings = "\n".join(line for line in stderr.splitlines() if line.startswith("WARNING"))
     for problem, (*_, named) in planted.items():
         missing = [text for text in named if text not in warnings]
-        assert not missing, f"no warning names {problem} ({missing[0]!r}):\n{result.stderr}"
+        assert not missing, f"no warning names {problem} ({missing[0]!r}):\n{stderr}"
 
 
 # --- Published: built as the Pages workflow builds it, a project site under a sub-path (conftest.PUBLISHED)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from tools import ROOT, pages, store
 from tools.editions import EDITIONS, ENGLISH
-from tools.page_runner import run
+from tools.page_runner import run, write_files
 
 NAME = "check-appendix-a.py"
 TEMPLATE = ROOT / "tools" / "checker_template.py"
@@ -141,7 +141,7 @@ def record_versions(pythons: list[str], jobs: int = 2) -> dict:
                              **{k: v[k] for k in ("key", "error") if k in v}, "seconds": v.get("seconds"),
                              "version": versions[page]}
                       for page, v in data["pages"].items()}}
-    VERSIONS.write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n")
+    write_files({VERSIONS: json.dumps(results, indent=1, ensure_ascii=False) + "\n"})
     return results
 
 
@@ -158,7 +158,7 @@ def main(argv: list[str]) -> int:
     if argv:
         print(__doc__.split("\n\n")[1], file=sys.stderr)
         return 2
-    Path(NAME).write_text(generate())
+    write_files({NAME: generate()})
     print(f"wrote {NAME}", file=sys.stderr)
     return 0
 

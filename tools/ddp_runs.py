@@ -8,12 +8,12 @@ import runpy
 import sys
 import tempfile
 from dataclasses import dataclass
+from pathlib import Path
 
 from tools import ROOT
-from tools.page_runner import TimedOut, run
+from tools.page_runner import TIME_LIMIT, TimedOut, run
 from tools.store import RecordingError
 
-TIME_LIMIT = 300  # seconds for a recorded run (a page's or a DDP script's); past it, it is stopped
 RANK_LINE = re.compile(r"\[rank (\d+)\] ")
 
 
@@ -44,6 +44,15 @@ class ScriptRun:
     stream: str = "stdout"
     status: int = 0  # the exit status the run must have
     env: tuple = ()  # (name, value) pairs
+
+    def recorded(self, stdout: str, stderr: str) -> str:
+        """What is kept of a run of it: its recorded stream, the ranks' lines in rank order."""
+        return in_rank_order(stdout) if self.stream == "stdout" else stderr
+
+
+def run_key(name: str) -> str:
+    """The key of SCRIPT_RUNS[name]'s machine-dependent lines in snippets/varying_outputs.toml."""
+    return f"scripts:{Path(name).stem}"
 
 
 FAULT_INJECTION = ROOT / "scripts" / "fault-injection"
@@ -79,7 +88,7 @@ def run_script(name: str) -> str:
     if status != script_run.status:
         raise RecordingError(f"`{script_run.command}` exited with status {status}, not {script_run.status}. "
                              f"Its standard error:\n{stderr}")
-    return in_rank_order(stdout) if script_run.stream == "stdout" else stderr
+    return script_run.recorded(stdout, stderr)
 
 
 def training_data():

@@ -1,18 +1,18 @@
 """Run a page's program alone, and compare what it prints.
 
 The site records its outputs with this file, checks them with it, and
-check-appendix-a.py carries it whole: it imports only the standard library,
+check-appendix-a.py carries it whole: it needs only the standard library
+(psutil, where it is installed, finds what a process group left behind),
 in lines of 80 characters at most. Run as `python -I -c RUNNER SCRIPT
-RESULT [--plots]`, it runs SCRIPT, a page's download, block by block
-(`# %%`) in a real __main__ module, so that pickling a class defined in a
-block works as in a script, and writes what each block printed (and drew)
-to RESULT.
+RESULT [--plots] [--hide-mps]`, it runs SCRIPT, a page's download, block
+by block (`# %%`) in a real __main__ module, so that pickling a class
+defined in a block works as in a script, and writes what each block
+printed (and drew) to RESULT.
 """
 
 import concurrent.futures
 import contextlib
 import difflib
-import glob
 import io
 import json
 import os
@@ -29,9 +29,11 @@ import types
 import uuid
 
 TAG = "PAGE_RUNNER_GROUPS"  # the groups a process belongs to, inherited
+TIME_LIMIT = 300  # seconds: the tools' limit on one run, a page or a script
 OWN_GROUP = ({"start_new_session": True} if os.name == "posix" else
              {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP})
-running, lock, stopping = set(), threading.Lock(), threading.Event()
+# A signal handler may call end_all while its thread holds the lock.
+running, lock, stopping = set(), threading.RLock(), threading.Event()
 
 
 class Failed(Exception):
@@ -53,25 +55,26 @@ def process_group(command, **popen):
     """`command` in a process group of its own, its process's `tag` in the
     environment of everything it starts; on the way out, however the caller
     leaves, the group and every process with the tag are ended."""
-    tag = uuid.uuid4().hex
+    tag, process = uuid.uuid4().hex, None
     env = dict(popen.pop("env", None) or os.environ)
     env[TAG] = f"{env.get(TAG, '')} {tag}"
-    with lock:
-        if stopping.is_set():
-            raise Failed("stopped before it started")
-        process = subprocess.Popen(command, env=env, **OWN_GROUP, **popen)
-        process.tag = tag
-        running.add(process)
     try:
+        with lock:
+            if stopping.is_set():
+                raise Failed("stopped before it started")
+            process = subprocess.Popen(command, env=env, **OWN_GROUP, **popen)
+            process.tag = tag
+            running.add(process)
         yield process
     finally:
-        end(process)
-        process.wait()
-        with lock:
-            running.discard(process)
+        if process:
+            end_group(process)
+            process.wait()
+            with lock:
+                running.discard(process)
 
 
-def end(process):
+def end_group(process):
     """End `process`'s group, and what left it with its tag (torchrun's
     ranks run in sessions of their own)."""
     with contextlib.suppress(OSError):  # it has ended already
@@ -85,29 +88,27 @@ def end(process):
 
 
 def end_all():
-    """A stop: end every group now running; none starts after."""
+    """A stop (also from a signal handler): end every group now running;
+    none starts after."""
     with lock:
         stopping.set()
-        for process in running:
-            end(process)
+        for process in list(running):
+            end_group(process)
 
 
 def tagged(tag):
     """{pid: command line} of the running processes that carry `tag`, found
-    in /proc: on Linux only (elsewhere, the group alone is ended)."""
+    with psutil where it is installed (elsewhere, the group alone ends)."""
+    try:
+        import psutil
+    except ImportError:
+        return {}
     found = {}
-    for folder in glob.glob("/proc/[0-9]*"):
-        try:
-            with open(f"{folder}/environ", "rb") as file:
-                environ = file.read().decode(errors="replace")
-            with open(f"{folder}/stat") as file:
-                state = file.read().rsplit(") ", 1)[1][0]
-            with open(f"{folder}/cmdline", "rb") as file:
-                command = file.read().decode(errors="replace")
-        except (OSError, IndexError):  # not ours to read, or gone
-            continue
-        if state != "Z" and re.search(f"(^|\0){TAG}=[^\0]* {tag}", environ):
-            found[int(folder[6:])] = command.replace("\0", " ").strip()
+    for process in psutil.process_iter(["environ", "cmdline", "status"]):
+        info = process.info
+        if tag in (info["environ"] or {}).get(TAG, "").split() \
+                and info["status"] != psutil.STATUS_ZOMBIE:
+            found[process.pid] = " ".join(info["cmdline"] or [])
     return found
 
 
@@ -135,14 +136,20 @@ def run(command, timeout, **popen):
 
 
 def in_parallel(function, items, jobs):
-    """{item: function(item)}, `jobs` at a time; on any exception (a stop,
-    which short waits let in at once, on Windows too) every group ends."""
+    """{item: function(item)}, `jobs` at a time. It waits in short steps, so
+    that a signal is handled at once (on Windows too); a failure or a stop
+    ends every group still running, and no new one starts."""
     pool = concurrent.futures.ThreadPoolExecutor(jobs)
     futures = {item: pool.submit(function, item) for item in items}
     try:
-        while concurrent.futures.wait(futures.values(), 0.2).not_done:
-            pass
-        return {item: future.result() for item, future in futures.items()}
+        while True:
+            done, waiting = concurrent.futures.wait(
+                futures.values(), 0.2, concurrent.futures.FIRST_EXCEPTION)
+            for future in done:
+                future.result()  # a failure, at once
+            if not waiting:
+                return {item: future.result()
+                        for item, future in futures.items()}
     except BaseException:
         end_all()
         raise
@@ -237,7 +244,7 @@ def run_blocks(script, result, flags):
         "cores": os.cpu_count(), "mps": torch.backends.mps.is_available(),
         "gpu": (torch.cuda.get_device_name(0) if torch.cuda.is_available()
                 else None)}
-    with open(result, "w", encoding="utf-8") as file:  # the docstring: 0
+    with open(result, "w", encoding="utf-8") as file:  # part 0: the docstring
         json.dump({"outputs": outputs[1:], "plots": plots[1:],
                    "environment": environment}, file)
 
@@ -294,10 +301,11 @@ def compare_text(recorded, fresh, key, varying, label=None):
 
 
 def write_files(files, removed=()):
-    """Write {path: text} beside, rename into place, delete `removed`, with
-    Ctrl-C and SIGTERM held back: all of it changes, or nothing."""
+    """Write {path: text} beside, then rename into place and delete
+    `removed`, with Ctrl-C and SIGTERM held back (not on Windows): an
+    interruption changes nothing and leaves no temporary file."""
     held = {signal.SIGINT, signal.SIGTERM}
-    hold = getattr(signal, "pthread_sigmask", None)  # not on Windows
+    hold = getattr(signal, "pthread_sigmask", None)
     if hold:
         hold(signal.SIG_BLOCK, held)
     staged = []
@@ -305,11 +313,10 @@ def write_files(files, removed=()):
         for path, text in files.items():
             path = os.path.abspath(path)
             os.makedirs(os.path.dirname(path), exist_ok=True)
-            temporary = os.path.join(os.path.dirname(path),
-                                     f".{os.path.basename(path)}.writing")
-            with open(temporary, "w", encoding="utf-8") as file:
+            staged.append((os.path.join(os.path.dirname(path),
+                           f".{os.path.basename(path)}.writing"), path))
+            with open(staged[-1][0], "w", encoding="utf-8") as file:
                 file.write(text)
-            staged.append((temporary, path))
         for temporary, path in staged:
             os.replace(temporary, path)
         for path in removed:

@@ -20,12 +20,11 @@ import sys
 from itertools import zip_longest
 from pathlib import Path
 
-from tools import ROOT, pages
-from tools.ddp_runs import SCRIPT_RUNS, TIME_LIMIT, run_script
+from tools import ROOT, page_runner, pages
+from tools.ddp_runs import SCRIPT_RUNS, run_key, run_script
 from tools.editions import EDITIONS
 from tools.notebooks import notebook_text
-from tools.page_runner import Failed, TimedOut, compare_text, in_parallel, write_files
-from tools.page_runner import run_page as run_alone
+from tools.page_runner import TIME_LIMIT, Failed, TimedOut, compare_text, in_parallel, write_files
 from tools.store import (
     GPU_OUTPUTS,
     SCRIPT_OUTPUTS,
@@ -41,12 +40,12 @@ from tools.store import (
 )
 
 
-def run_page(page: str) -> dict:
+def record_page(page: str) -> dict:
     """Run the page's download alone: {"cells": [...], "outputs": [text per cell], "environment": {...},
     "plots": {"module:section": {data, svg}}}: the figure a section's code draws, as it is shown."""
     cells = pages.program(page)
     try:
-        run = run_alone(pages.download_text(page, cells), pages.download_name(page), TIME_LIMIT, plots=True)
+        run = page_runner.run_page(pages.download_text(page, cells), pages.download_name(page), TIME_LIMIT, plots=True)
     except TimedOut as stopped:
         raise RecordingError(f"the code of docs/{page} was {stopped}: does it wait for something?") from None
     except Failed as failed:
@@ -71,7 +70,7 @@ def record(scripts: bool = True) -> Recording:
     chapter_pages = pages.chapter_pages()
     # All in one pool, a DDP run (the longest jobs) and a page in turn: pages run from the start.
     jobs = [job for pair in zip_longest(SCRIPT_RUNS if scripts else [], chapter_pages) for job in pair if job]
-    done = in_parallel(lambda job: (run_script if job in SCRIPT_RUNS else run_page)(job), jobs, os.cpu_count() or 2)
+    done = in_parallel(lambda job: (run_script if job in SCRIPT_RUNS else record_page)(job), jobs, os.cpu_count() or 2)
     runs = {page: done[page] for page in chapter_pages}
     varying = varying_patterns()
     recording = Recording(runs=runs)
@@ -80,7 +79,7 @@ def record(scripts: bool = True) -> Recording:
         for name, text in recording.scripts.items():
             stored = SCRIPT_OUTPUTS / name
             recording.scripts[name] = to_store(stored.read_text() if stored.exists() else None, text,
-                                           f"scripts:{Path(name).stem}", varying)
+                                           run_key(name), varying)
     recording.manifest = {"environment": next(iter(runs.values()))["environment"], "pages": {}}
     for page, run in runs.items():
         cells = run["cells"]
@@ -121,7 +120,7 @@ def summary(recording: Recording, changed: list[Path]) -> str:
 def record_gpu() -> Recording:
     """On a CUDA machine: the machine-dependent outputs of the pages that use a GPU, into
     snippets/outputs/gpu/ (the pages show them beside the CPU ones, labelled with the GPU)."""
-    runs = dict(zip(pages.GPU_PAGES, map(run_page, pages.GPU_PAGES)))  # one after another: one GPU
+    runs = dict(zip(pages.GPU_PAGES, map(record_page, pages.GPU_PAGES)))  # one after another: one GPU
     environment = next(iter(runs.values()))["environment"]
     if not environment["gpu"]:
         raise RecordingError("make gpu-check records GPU outputs, but this torch sees no CUDA GPU; run it on a "
@@ -136,10 +135,14 @@ def record_gpu() -> Recording:
     return recording
 
 
-def write_gpu(recording: Recording) -> list[Path]:
+def gpu_files(recording: Recording) -> dict[Path, str]:
     files = {output_path(key, ".txt", GPU_OUTPUTS): text for key, text in recording.outputs.items()}
     files[GPU_OUTPUTS / "recorded.json"] = json.dumps(recording.manifest, indent=2, sort_keys=True) + "\n"
-    write_files(files)
+    return files
+
+
+def write_gpu(recording: Recording) -> list[Path]:
+    write_files(files := gpu_files(recording))
     return list(files)
 
 
