@@ -4,11 +4,9 @@
     make bench ARGS=--quick             # builds, pages and matmul, medians of 3
     make bench ARGS="--only matmul"     # one section (builds pages matmul ddp tests)
 
-Every figure is a median of repeated runs; what is compared (our build against a plain
-Material build, DDP against one plain process) is measured side by side, in turns, in the
-same run. The results go to measured/bench.json (one entry per section, with the date and
-the machine) and are rendered from there into measured/*.md, which the pages include, and
-into the marked table in README.md. Nothing here asserts a timing.
+Every figure is a median of repeated runs, and what is compared (our build against plain Material,
+DDP against one plain process) is measured in turns in the same run. measured/bench.json holds them,
+rendered into measured/*.md (the pages include them) and README's marked table.
 """
 
 import argparse

@@ -1,6 +1,5 @@
-"""The DDP scripts' recorded runs: what each is (SCRIPT_RUNS), the environment they run in, and
-what they print, rank by rank. The recorder, gpu_check and the DDP tests read them here.
-"""
+"""The DDP scripts' recorded runs: what each is (SCRIPT_RUNS), the environment they run in, and what
+they print, rank by rank; the recorder, gpu_check, bench and the DDP tests read them here."""
 
 import os
 import re

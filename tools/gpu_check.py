@@ -1,9 +1,7 @@
-"""`make gpu-check`: on a machine with CUDA GPUs, record what only a GPU shows: the pages' GPU
-outputs (snippets/outputs/gpu/), and DDP-script.py with NCCL on every visible GPU (at most 8),
-which must train fully and save the weights of a Gloo run on as many CPU processes within 1e-5
-(scripts/outputs/gpu/, with the GPU and the torch build in recorded-on.json). Without CUDA it
-says so in one sentence and exits with status 1.
-"""
+"""`make gpu-check`: on a machine with CUDA GPUs, record what only a GPU shows, all or nothing: the
+pages' GPU outputs (snippets/outputs/gpu/), and DDP-script.py with NCCL on every visible GPU (at most
+8), which must train fully and save a Gloo run's weights within 1e-5 (scripts/outputs/gpu/, with the
+GPU and the torch build in recorded-on.json). Without CUDA it says so in one sentence, status 1."""
 
 import datetime
 import json
@@ -70,8 +68,7 @@ def main():
         "python": platform.python_version(),
         "date": datetime.date.today().isoformat(),
     }
-    # A.1's CUDA line, the A.9.1-A.9.2 device outputs and Exercise A.4's GPU timing (the pages show them
-    # beside the CPU outputs), then DDP with NCCL: {recorded file: the command that produced it}.
+    # The pages' device outputs (shown beside the CPU ones), then DDP with NCCL; recorded: {file: its command}.
     files = record.gpu_files(record.record_gpu())
     recorded = {str(path.relative_to(ROOT)): "python -m tools.record --gpu" for path in files}
     files[GPU_RUNS / "DDP-script-nccl.txt"], recorded["DDP-script-nccl.txt"] = check_ddp_with_nccl()

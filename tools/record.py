@@ -7,9 +7,8 @@
 Each page's download runs alone (tools/page_runner.py), once, for at most TIME_LIMIT seconds, and
 gives all that is stored: what each section printed and drew (snippets/outputs/), where and from
 which code it was recorded (recorded.json), the notebooks of both editions, and the DDP scripts'
-runs (scripts/outputs/). A timing or an unseeded draw declared in snippets/varying_outputs.toml
-keeps its stored value where only the value changed, so an unchanged tree re-records to the same
-bytes. Writing is all or nothing.
+runs (scripts/outputs/), all or nothing. A declared timing or unseeded draw keeps its stored value
+where only the value changed, so an unchanged tree re-records to the same bytes.
 """
 
 import json

@@ -1,8 +1,6 @@
-"""What is stored, and how a fresh run is compared with it: the paths of the recorded outputs, the
-manifest, the machine-dependent lines (snippets/varying_outputs.toml) and the drift report (the
-comparison of one text: tools/page_runner.py). The recorder writes here; the MkDocs hooks, the tests
-and the checker read from here, without running anything.
-"""
+"""What is stored, and how a fresh run is compared with it: the recorded outputs, the manifest, the
+machine-dependent lines (snippets/varying_outputs.toml) and the drift report. The recorder writes here;
+the hooks, the tests and the checker read here, running nothing."""
 
 import json
 import re
