@@ -4,7 +4,6 @@ builds it (English in the root, Chinese in zh/), and as the Pages workflow publi
 `pytest --update-outputs` (what `make outputs` does) writes the recording instead of comparing with it.
 """
 
-import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -12,9 +11,9 @@ from pathlib import Path
 import pytest
 from mkdocs.utils.yaml import yaml_load
 
-from tools import record, store
+from tools import ROOT, record, store
 from tools.editions import EDITIONS, Edition
-from tools.sections import ROOT
+from tools.page_runner import run
 
 UPDATED = []  # what --update-outputs wrote, reported at the end of the session
 
@@ -47,13 +46,11 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.write_line(summary)
 
 
-def mkdocs_build(config: Path, site_dir: Path) -> subprocess.CompletedProcess:
-    """`mkdocs build --strict` of `config` into `site_dir`; the caller asserts on the result."""
-    return subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--config-file", str(config),
-         "--site-dir", str(site_dir)],
-        cwd=config.parent, capture_output=True, text=True,
-    )
+def mkdocs_build(config: Path, site_dir: Path) -> tuple[int, str]:
+    """`mkdocs build --strict` of `config` into `site_dir`: (exit status, stderr), for the caller to assert on."""
+    status, _, stderr = run([sys.executable, "-m", "mkdocs", "build", "--strict", "--config-file", str(config),
+                             "--site-dir", str(site_dir)], 600, cwd=config.parent)
+    return status, stderr
 
 
 def build_editions(site: Path, environment: str = "") -> Path:
@@ -63,9 +60,8 @@ def build_editions(site: Path, environment: str = "") -> Path:
     builds = [site.with_name(f"{site.name}-{edition.language}") for edition in editions]
     with ThreadPoolExecutor(max_workers=len(builds)) as pool:
         results = list(pool.map(lambda edition, build: mkdocs_build(ROOT / edition.config, build), editions, builds))
-    for edition, result in zip(editions, results):
-        assert result.returncode == 0, (
-            f"mkdocs build --strict -f {edition.config}{environment} failed:\n{result.stderr}")
+    for edition, (status, stderr) in zip(editions, results):
+        assert status == 0, f"mkdocs build --strict -f {edition.config}{environment} failed:\n{stderr}"
     for edition, build in zip(editions, builds):
         build.rename(site / edition.prefix)
     return site

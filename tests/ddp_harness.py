@@ -3,7 +3,6 @@ scripts copied alone into an empty folder (`alone`), the check of a run against 
 (`assert_recorded`), what DDP training must equal (`single_process_weights`, `assert_same_weights`),
 a free port (`free_port`) and a fault injected from outside the scripts (`with_fault`)."""
 
-import contextlib
 import importlib.util
 import os
 import shutil
@@ -17,23 +16,21 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-import psutil
 import torch
-import torch.distributed as dist
 import torch.nn.functional as F
 from torch.utils.data import DataLoader
 from torch.utils.data.distributed import DistributedSampler
 
-from tools.runner import FAULT_INJECTION, SCRIPT_RUNS, in_rank_order, kill_group, session
-from tools.runner import ddp_environment as environment
-from tools.sections import ROOT
-from tools.store import SCRIPT_OUTPUTS, compare_text, patterns_of, varying_patterns
+from tools import ROOT
+from tools.ddp_runs import FAULT_INJECTION, SCRIPT_RUNS, run_key, training_data
+from tools.ddp_runs import ddp_environment as environment
+from tools.page_runner import compare_text, end_group, process_group, survivors
+from tools.store import SCRIPT_OUTPUTS, varying_patterns
 
 SCRIPTS = ROOT / "scripts"
 SPAWN = "scripts/DDP-script.py"
 TORCHRUN = "scripts/DDP-script-torchrun.py"
 TORCHRUN_2 = ["-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2"]
-TAG = "DDP_JOB_TAG"  # every process of a job inherits it, which is how survivors are found
 UNDESTROYED = "the process group was not destroyed before the process exited"
 WHOLE_LINES = Path(__file__).parent / "whole_lines"  # its sitecustomize makes every rank print whole lines
 
@@ -97,58 +94,46 @@ def alone(tmp, script):
 
 
 def run_job(args, env=None, timeout=120, settle=2.0, cwd=ROOT, signal_after=None):
-    """Run `python ARGS...` in a session and a TMPDIR of its own; return a Job.
+    """Run `python ARGS...` in a process group and a TMPDIR of its own; return a Job.
 
-    The job is killed after `timeout` seconds. Once the launcher has exited, the job's processes get
-    `settle` seconds to go away; any left are its survivors, and are killed. They are found by their
-    tag, not their process group: torchrun's workers run in sessions of their own, and the search
-    ends before `session` kills the launcher's group, which would hide the survivors in it.
+    The job is ended after `timeout` seconds. Once the launcher has exited, the job's processes get
+    `settle` seconds to go away; any left are its survivors, found by the tag of the job's group
+    (torchrun's workers run in sessions of their own, and carry it too), and are ended.
     signal_after=(text, signum): send signum to the launching process once stdout shows `text`.
     """
-    tag = uuid.uuid4().hex
     command = [sys.executable, *map(str, args)]
     out, err, signalled = [], [], []
     with tempfile.TemporaryDirectory(prefix="ddp-job-") as tmpdir:
-        env = {**(environment() if env is None else env), TAG: tag, "TMPDIR": tmpdir}
+        env = {**(environment() if env is None else env), "TMPDIR": tmpdir}
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(WHOLE_LINES), env.get("PYTHONPATH")]))
         start = time.monotonic()
-        with session(command, cwd=cwd, env=env, stdin=subprocess.DEVNULL, text=True,
-                     stdout=subprocess.PIPE, stderr=subprocess.PIPE) as process:
+        with process_group(command, cwd=cwd, env=env, stdin=subprocess.DEVNULL, text=True,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE) as process:
 
             def watch(line):
                 if signal_after and not signalled and signal_after[0] in line:
                     signalled.append(time.monotonic() - start)
                     os.kill(process.pid, signal_after[1])
 
-            def kill_everything():  # past the time limit: the launcher's group and the job's other sessions
-                kill_group(process)
-                for tagged in _tagged_processes(tag):
-                    _kill(tagged)
-
             readers = [threading.Thread(target=_read_lines, args=(stream, lines, start, check), daemon=True)
                        for stream, lines, check in ((process.stdout, out, watch), (process.stderr, err, None))]
             for reader in readers:
                 reader.start()
-            timer = threading.Timer(timeout, kill_everything)
+            timer = threading.Timer(timeout, end_group, [process])
             timer.start()
             try:
                 process.wait()
             finally:
                 timer.cancel()
             seconds = time.monotonic() - start
-            deadline = time.monotonic() + settle  # still inside `session`, which kills the group on its way out
-            while (survivors := _tagged_processes(tag)) and time.monotonic() < deadline:
-                time.sleep(0.1)
+            left = survivors(process.tag, settle)  # ended as process_group exits
             gone_after = time.monotonic() - start - seconds
-            described = [_describe(survivor) for survivor in survivors]
-            for survivor in survivors:
-                _kill(survivor)
         for reader in readers:  # the pipes close when the last process holding them is gone
             reader.join()
         # torch keeps a compiler cache there (torchinductor_USER): not the job's doing
         leftovers = sorted(p.name for p in Path(tmpdir).iterdir() if not p.name.startswith("torchinductor_"))
     return Job(command, Path(cwd), Path(tmpdir), process.returncode, stdout="".join(line for _, line in out),
-               stderr_lines=err, seconds=seconds, survivors=[d for d in described if d], gone_after=gone_after,
+               stderr_lines=err, seconds=seconds, survivors=left, gone_after=gone_after,
                leftovers=leftovers, signalled_at=signalled[0] if signalled else None)
 
 
@@ -159,24 +144,6 @@ def _read_lines(stream, lines, start, check):
             check(line)
 
 
-def _tagged_processes(tag):
-    """The running processes of the job tagged `tag` (process_iter gives None where access is denied)."""
-    return [p for p in psutil.process_iter(["status", "environ"])
-            if p.info["status"] != psutil.STATUS_ZOMBIE and (p.info["environ"] or {}).get(TAG) == tag]
-
-
-def _describe(process):
-    """"pid command" of a process still running, else None."""
-    with contextlib.suppress(psutil.Error):
-        if process.status() != psutil.STATUS_ZOMBIE:
-            return f"{process.pid} {' '.join(process.cmdline()[:6])}"
-
-
-def _kill(process):
-    with contextlib.suppress(psutil.Error):
-        process.kill()
-
-
 def assert_recorded(job, name):
     """Assert that `job` ended as SCRIPT_RUNS[name] must and printed what scripts/outputs/NAME holds."""
     run = SCRIPT_RUNS[name]
@@ -184,9 +151,7 @@ def assert_recorded(job, name):
         f"`{run.command}` should exit with status {run.status}, leaving nothing behind:\n{job.describe()}")
     path = SCRIPT_OUTPUTS / name
     assert path.exists(), f"{path.relative_to(ROOT)} is missing; record it with `make outputs`."
-    patterns = patterns_of(f"scripts:{Path(name).stem}", varying_patterns())
-    printed = in_rank_order(job.stdout) if run.stream == "stdout" else job.stderr
-    diff = compare_text(path.read_text(), printed, patterns, name)
+    diff = compare_text(path.read_text(), run.recorded(job.stdout, job.stderr), run_key(name), varying_patterns(), name)
     assert diff is None, (f"{path.relative_to(ROOT)} differs from what `{run.command}` prints now; if the "
                           f"change is intended, re-record it with `make outputs`:\n{diff}")
 
@@ -199,16 +164,6 @@ def load_script(name):
     return module
 
 
-def script_dataset(script):
-    """The training set that `script`'s prepare_dataset() builds; its samplers need a process group: one of
-    one process, in memory, for the call."""
-    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
-    try:
-        return script.prepare_dataset()[0].dataset
-    finally:
-        dist.destroy_process_group()
-
-
 def single_process_weights(epochs=3, world_size=2):
     """The state_dict of one process, without DDP, trained on the concatenation of the batches that
     ranks 0 .. world_size-1 get at each step: what a DDP run with --save must write.
@@ -216,12 +171,11 @@ def single_process_weights(epochs=3, world_size=2):
     DDP averages the ranks' gradients of their mean losses; with equal batch sizes that is the
     gradient of the mean loss over all their batches together.
     """
-    script = load_script("DDP-script.py")
-    dataset = script_dataset(script)
+    dataset, network = training_data(), load_script("DDP-script.py").NeuralNetwork
     samplers = [DistributedSampler(dataset, num_replicas=world_size, rank=r) for r in range(world_size)]
     loaders = [DataLoader(dataset, batch_size=2, sampler=s, drop_last=True) for s in samplers]
     torch.manual_seed(123)  # as every rank does before building the model
-    model = script.NeuralNetwork(num_inputs=2, num_outputs=2)
+    model = network(num_inputs=2, num_outputs=2)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
     for epoch in range(epochs):
         for sampler in samplers:

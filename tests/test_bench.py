@@ -3,23 +3,21 @@
 import json
 import re
 import shutil
-import subprocess
 import sys
 
-import pytest
 import yaml
 
 from tools.bench import README_END, README_START, ROOT, render
-from tools.hooks.notebooks import converter_key
+from tools.hooks.render_notebooks import converter_key
+from tools.page_runner import run
 
 NOTEBOOK_TEXT = "A sentence that only this notebook holds."
 
 
 def test_documented_make_command_writes_the_figures_and_the_readme_table(tmp_path):
-    subprocess.run(["make", "bench", f"ARGS=--only matmul --out {tmp_path}"], cwd=ROOT, check=True,
-                   capture_output=True, timeout=300)
-    results = json.loads((tmp_path / "measured" / "bench.json").read_text())
-    matmul = results["matmul"]
+    status, _, stderr = run(["make", "bench", f"ARGS=--only matmul --out {tmp_path}"], 300, cwd=ROOT)
+    assert status == 0, stderr
+    matmul = json.loads((tmp_path / "measured" / "bench.json").read_text())["matmul"]
     assert matmul["command"] == 'make bench ARGS="--only matmul"'
     assert matmul["cpu_us"] > 0 and matmul["cpu_1_thread_us"] > 0
     page = (tmp_path / "measured" / "matmul.md").read_text()
@@ -48,47 +46,37 @@ def notebook(text):
                        "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
 
 
-@pytest.fixture
-def notebook_site(tmp_path):
+def build(site, config="mkdocs.yml"):
+    status, _, stderr = run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f", config], 300, cwd=site)
+    assert status == 0, stderr
+    return (site / "site" / "nb" / "index.html").read_text()
+
+
+def test_notebook_cache_reconverts_a_changed_notebook_and_search_leaves_notebooks_out(tmp_path):
     """A site with one page and one notebook, built with mkdocs-jupyter, search and our notebook hook."""
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "index.md").write_text("# Home\n\nA page that search finds.\n")
     (tmp_path / "docs" / "nb.ipynb").write_text(notebook(NOTEBOOK_TEXT))
     (tmp_path / "mkdocs.yml").write_text(yaml.safe_dump({
         "site_name": "notebook pages test", "theme": "material", "plugins": ["search", "mkdocs-jupyter"],
-        "hooks": [str(ROOT / "tools" / "hooks" / "notebooks.py")]}))
-    return tmp_path
-
-
-def build(site, config="mkdocs.yml"):
-    subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f", config], cwd=site, check=True,
-                   capture_output=True)
-    return (site / "site" / "nb" / "index.html").read_text()
-
-
-def test_notebook_cache_reconverts_a_changed_notebook_and_reuses_an_unchanged_one(notebook_site):
-    stale = notebook_site / ".cache" / "mkdocs-jupyter" / "converter-0000"  # made by other versions
+        "hooks": [str(ROOT / "tools" / "hooks" / "render_notebooks.py")]}))
+    stale = tmp_path / ".cache" / "mkdocs-jupyter" / "converter-0000"  # made by other versions
     stale.mkdir(parents=True)
-    assert NOTEBOOK_TEXT in build(notebook_site)
-    cache = notebook_site / ".cache" / "mkdocs-jupyter" / f"converter-{converter_key()}" / "docs"
-    [entry] = cache.glob("*.json")
+    assert NOTEBOOK_TEXT in build(tmp_path)
+    index = (tmp_path / "site" / "search" / "search_index.json").read_text()
+    assert "A page that search finds." in index and NOTEBOOK_TEXT not in index, "a notebook in the search index"
+    [entry] = (tmp_path / ".cache" / "mkdocs-jupyter" / f"converter-{converter_key()}" / "docs").glob("*.json")
     assert not stale.exists()
     # Another edition's build (another docs folder, as mkdocs.zh.yml has) keeps this edition's entry.
-    shutil.copytree(notebook_site / "docs", notebook_site / "docs-other")
-    (notebook_site / "docs-other" / "nb.ipynb").write_text(notebook("The same notebook, translated."))
-    (notebook_site / "mkdocs.other.yml").write_text("INHERIT: mkdocs.yml\ndocs_dir: docs-other\nsite_dir: other\n")
-    build(notebook_site, "mkdocs.other.yml")
+    shutil.copytree(tmp_path / "docs", tmp_path / "docs-other")
+    (tmp_path / "docs-other" / "nb.ipynb").write_text(notebook("The same notebook, translated."))
+    (tmp_path / "mkdocs.other.yml").write_text("INHERIT: mkdocs.yml\ndocs_dir: docs-other\nsite_dir: other\n")
+    build(tmp_path, "mkdocs.other.yml")
     assert entry.exists(), "the other edition's build evicted this edition's notebook from the cache"
     # An unchanged notebook comes from the cache: a marker planted in the entry shows up.
     entry.write_text(entry.read_text().replace(NOTEBOOK_TEXT, "Served from the cache."))
-    assert "Served from the cache." in build(notebook_site)
+    assert "Served from the cache." in build(tmp_path)
     # A changed notebook is converted again, never served stale.
-    (notebook_site / "docs" / "nb.ipynb").write_text(notebook("The notebook changed."))
-    html = build(notebook_site)
+    (tmp_path / "docs" / "nb.ipynb").write_text(notebook("The notebook changed."))
+    html = build(tmp_path)
     assert "The notebook changed." in html and "Served from the cache." not in html
-
-
-def test_notebooks_stay_out_of_the_search_index(notebook_site):
-    build(notebook_site)
-    index = (notebook_site / "site" / "search" / "search_index.json").read_text()
-    assert "A page that search finds." in index and NOTEBOOK_TEXT not in index

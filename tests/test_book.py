@@ -1,11 +1,5 @@
-"""The site reads like the book: every code cell of the book's notebooks (pinned in tests/upstream/)
-is one block of its pages, in the book's order, with the book's text, comments and blank lines included;
-every output of the book that does not depend on the machine is shown with the book's value; or the
-difference is declared in snippets/book_differences.toml and explained in a note beside the block, in both
-editions. Each block's title says whose it is: the book's cell, or ours and what it adds.
-
-"The book's text" allows for two things only: trailing spaces, and a bare last expression, whose value
-the notebook displays, wrapped in print() (a script would show nothing)."""
+"""Each code cell of the book (book/) is a block of the pages, in order, with its text (but trailing spaces, a bare
+last expression in print()) and output; or the difference is declared and noted. Titles say whose a block is."""
 
 import html
 import re
@@ -16,8 +10,7 @@ import nbformat
 import pytest
 from bs4 import BeautifulSoup
 
-from tools import book, pages, store
-from tools.book import UPSTREAM
+from tools import BOOK, book, pages, store
 from tools.editions import EDITIONS, ENGLISH
 
 
@@ -38,17 +31,14 @@ def our_outputs(name: str) -> dict[str, str]:
     return {cell.metadata["section"]: printed(cell.outputs) for cell in notebook.cells if cell.cell_type == "code"}
 
 
-def problems_of(found: dict[str, book.Comparison], declared=None) -> list[str]:
+def problems_of(found: dict[str, book.Comparison], declared: tuple[book.Difference, ...]) -> list[str]:
     """The comparison's problems, and the book's outputs that the pages do not show."""
-    declared = book.differences() if declared is None else declared
     varying, problems = store.varying_patterns(), []
     for name, comparison in found.items():
         problems += comparison.problems
         output, blocks = our_outputs(name), {page: pages.blocks(page) for page in pages.NOTEBOOKS[name]}
         declared_cells = {number for d in declared if d.notebook == name for number in d.cells}
-        for cell in comparison.cells:
-            if cell.number not in comparison.shown_at:
-                continue
+        for cell in (cell for cell in comparison.cells if cell.number in comparison.shown_at):
             where, (page, index) = f"{name} code cell {cell.number}", comparison.shown_at[cell.number]
             sections = blocks[page][index].keys
             machine_dependent = any(section in varying for section in sections)
@@ -66,11 +56,13 @@ def problems_of(found: dict[str, book.Comparison], declared=None) -> list[str]:
 
 def test_the_pages_show_the_books_code_and_outputs():
     found = book.comparisons()
-    assert not problems_of(found), "\n\n".join(problems_of(found))
+    assert not (problems := problems_of(found, book.differences())), "\n\n".join(problems)
     identical = sum(len(c.identical) for c in found.values())
     assert identical >= 60, f"only {identical} of the book's 67 code cells are on the pages with the book's text"
-    print("".join(f"\n{name}: {len(c.identical)} of {len(c.cells)} cells with the book's text"
-                  for name, c in found.items()))
+
+
+STALE = book.Difference("code-part1", (10,), None, ("a2_tensors:shape",), {"en": "", "zh": ""},
+                        "a2-understanding-tensors.md")  # declared, though the pages show the book's cell
 
 
 @pytest.mark.parametrize(("changes", "reported"), [
@@ -85,10 +77,14 @@ def test_the_pages_show_the_books_code_and_outputs():
     ({21: {"source": "model = NeuralNetwork(50, 3)\nprint(model)"}}, "code-part1 code cell 21 is not on the pages"),
     # Imports count: A.6's dataset class without the import of Dataset before it.
     ({31: {"comment": "from torch.utils.data import Dataset\n"}}, "code-part1 code cell 31 is not on the pages"),
-], ids=["changed code", "changed output", "cells swapped", "comment", "cell boundary", "import"])
-def test_a_change_in_the_books_notebook_is_reported(changes, reported, tmp_path):
-    for name in pages.NOTEBOOKS:
-        shutil.copy(UPSTREAM / f"{name}.ipynb", tmp_path)
+    ({"declared": lambda ds: tuple(d for d in ds if d.cells != (8,))}, "code-part2 code cell 8 is not on the pages"),
+    ({"declared": lambda ds: (*ds, STALE)}, "code-part1 code cell 10 is declared"),
+], ids=["changed code", "changed output", "cells swapped", "comment", "cell boundary", "import", "undeclared",
+        "stale declaration"])
+def test_a_change_in_the_books_notebook_or_in_the_declarations_is_reported(changes, reported, tmp_path):
+    changes = dict(changes)
+    declared = changes.pop("declared", lambda ds: ds)(book.differences())
+    shutil.copytree(BOOK, tmp_path, dirs_exist_ok=True)
     notebook = nbformat.read(tmp_path / "code-part1.ipynb", as_version=4)
     code = [cell for cell in notebook.cells if cell.cell_type == "code"]
     for number, change in changes.items():
@@ -101,19 +97,8 @@ def test_a_change_in_the_books_notebook_is_reported(changes, reported, tmp_path)
             code[number - 1].outputs = [nbformat.v4.new_output("execute_result", data={"text/plain": change["output"]},
                                                                execution_count=number)]
     nbformat.write(notebook, tmp_path / "code-part1.ipynb")
-    problems = problems_of(book.comparisons(tmp_path))
+    problems = problems_of(book.comparisons(tmp_path, declared), declared)
     assert len(problems) == 1 and problems[0].startswith(reported), problems
-
-
-def test_an_undeclared_difference_and_a_stale_declaration_are_reported():
-    declared = book.differences()
-    without = tuple(d for d in declared if d.cells != (8,))
-    problems = problems_of(book.comparisons(UPSTREAM, without), without)
-    assert len(problems) == 1 and problems[0].startswith("code-part2 code cell 8 is not on the pages"), problems
-    stale = book.Difference("code-part1", (10,), None, ("a2_tensors:shape",), {"en": "", "zh": ""},
-                            "a2-understanding-tensors.md")
-    problems = problems_of(book.comparisons(UPSTREAM, (*declared, stale)), (*declared, stale))
-    assert len(problems) == 1 and "code-part1 code cell 10 is declared" in problems[0], problems
 
 
 @pytest.mark.parametrize(("fields", "refusal"), [
@@ -128,24 +113,30 @@ def test_a_malformed_declaration_is_refused(fields, refusal, tmp_path):
         book.differences(declared)
 
 
-# --- the labels and the notes on the built pages ----------------------------------------------
+# --- the labels and the notes on the built pages --------------------------------------------
+
+def text_of(fragment: str) -> str:
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", "", fragment)).split())
+
+
+NOTE = re.compile(r'<div class="admonition info book">\s*<p class="admonition-title">([^<]*)</p>(.*?)</div>', re.S)
+
 
 @pytest.mark.parametrize("edition", EDITIONS.values(), ids=lambda edition: edition.language)
-def test_every_block_says_whose_it_is(built_site, edition):
-    """Each Python block of a chapter page is titled with the book's cell whose text it shows, or, where
-    it shows a declared difference, with the cells declared; any other block is ours and says what it adds."""
-    words, ours = edition.words, edition.words["ours"].format(adds="")
-    wrong, count = [], 0
+def test_every_block_says_whose_it_is_and_every_difference_is_explained_beside_it(built_site, edition):
+    """A Python block is titled with the book's cell it shows, or the cells of its declared difference, or as ours
+    and what it adds; a note under each block that shows a declared difference, and a row in the summary."""
+    words, ours, wrong = edition.words, edition.words["ours"].format(adds=""), []
     for page in pages.chapter_pages():
         name = pages.notebook_of(page)
-        numbers = {}
+        numbers = {}  # {the code a block shows: the numbers of the book's cells with that code}
         for cell in book.book_cells(name):
             numbers.setdefault(cell.shown, []).append(cell.number)
         declared = {key: d.cells for d in book.differences() if d.notebook == name and d.cells for key in d.sections}
-        soup = BeautifulSoup((built_site / edition.prefix / Path(page).stem / "index.html").read_text(), "html.parser")
-        built = soup.select(".md-content div.highlight.language-python")
-        assert len(built) == len(pages.blocks(page)), f"{edition.prefix}{page}: a block is not of snippet sections"
-        for number, (html_block, block) in enumerate(zip(built, pages.blocks(page)), start=1):
+        built = (built_site / edition.prefix / Path(page).stem / "index.html").read_text()
+        python = BeautifulSoup(built, "html.parser").select(".md-content div.highlight.language-python")
+        assert len(python) == len(pages.blocks(page)), f"{edition.prefix}{page}: a block is not of snippet sections"
+        for number, (html_block, block) in enumerate(zip(python, pages.blocks(page)), start=1):
             title = html_block.select_one(".filename").get_text() if html_block.select_one(".filename") else ""
             assert html_block.select_one("pre > code").get_text().rstrip("\n") == block.code
             if block.code in numbers:
@@ -157,38 +148,17 @@ def test_every_block_says_whose_it_is(built_site, edition):
             if not right:
                 wrong.append(f"{edition.prefix}{page}, block {number} ({', '.join(block.keys)}) is titled {title!r}, "
                              "not the book's cell it shows, or ours and what it adds")
-            count += 1
-    assert not wrong, "\n".join(wrong)
-    print(f"\n{edition.language}: {count} of {count} blocks on the chapter pages labelled")
-
-
-# --- the notes on the built pages ------------------------------------------------------------
-
-def text_of(fragment: str) -> str:
-    return " ".join(html.unescape(re.sub(r"<[^>]+>", "", fragment)).split())
-
-
-def notes_on(page_html: str, title: str) -> list[str]:
-    """The texts of the "Differs from the book" notes on a built page."""
-    notes = re.findall(r'<div class="admonition info book">\s*<p class="admonition-title">([^<]*)</p>(.*?)</div>',
-                       page_html, re.S)
-    assert all(found == title for found, _ in notes), notes
-    return [text_of(body) for _, body in notes]
-
-
-@pytest.mark.parametrize("edition", EDITIONS.values(), ids=lambda edition: edition.language)
-def test_every_declared_difference_is_explained_beside_its_block(built_site, edition):
-    for page in dict.fromkeys(difference.page for difference in book.differences()):
-        noted = book.notes_on(page)
-        built = (built_site / edition.prefix / Path(page).stem / "index.html").read_text()
-        notes = notes_on(built, edition.words["differs"])
-        # One note under each block that shows a declared section, none elsewhere.
+        # One note under each block that shows a declared section, none elsewhere; each says its reason.
+        noted, notes = book.notes_on(page), NOTE.findall(built)  # "Differs from the book"
+        assert all(title == words["differs"] for title, _ in notes), notes
+        notes = [text_of(body) for _, body in notes]
         blocks = [[f"{m}:{s}" for m, s in pages.INCLUDE.findall(fence["includes"])]
                   for fence in pages.SNIPPET_FENCE.finditer(pages.page_text(page, edition.docs))]
         assert len(notes) == sum(any(key in noted for key in block) for block in blocks), notes
         for difference in dict.fromkeys(d for ds in noted.values() for d in ds):
             reason = text_of(difference.reasons[edition.language].replace("`", ""))
             assert any(reason in note for note in notes), f"{edition.prefix}{page} has no note saying: {reason}"
+    assert not wrong, "\n".join(wrong)
     summary = (built_site / edition.prefix / "summary" / "index.html").read_text()
     table = summary[summary.index('id="this-site-and-the-book"'):]
     rows = re.findall(r"<tr>(.*?)</tr>", table[:table.index("</table>")], re.S)[1:]

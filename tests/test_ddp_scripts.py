@@ -1,14 +1,8 @@
 """The DDP scripts train correctly: on the CPU with Gloo, with both launchers, for world sizes 1 to 8,
-each script alone in an empty folder, carrying the same model and data as the chapter pages.
-
-Every launch this file needs is started once by the module fixture `jobs`, two at a time
-(each keeps about two cores busy: most of a launch is every process importing torch); the
-tests then assert on the results as they arrive.
-"""
+each script alone in an empty folder, carrying the same model and data as the chapter pages."""
 
 import ast
 import re
-import subprocess
 import sys
 import textwrap
 import uuid
@@ -30,21 +24,19 @@ from ddp_harness import (
     single_process_weights,
 )
 
-from tools import script_diff
-from tools.runner import ddp_environment as environment
-from tools.runner import in_rank_order, trained_fully
-from tools.sections import ROOT, section_code
+from tools import ROOT, script_diff
+from tools.ddp_runs import ddp_environment as environment
+from tools.ddp_runs import in_rank_order, trained_fully
+from tools.page_runner import run
+from tools.sections import section_code
 
-SCRIPT_NAMES = ["DDP-script.py", "DDP-script-torchrun.py"]
 LAUNCHERS = {"spawn": "DDP-script.py", "torchrun": "DDP-script-torchrun.py"}  # both print the recorded run
 WORLD_SIZES = [1, 3, 8]  # and 2, the default: the fewest, one that does not divide 20 samples, the most
-EPOCHS = 3
 
 
 def two_nodes(tmp, env):
     """Two torchrun agents with one process each, meeting through a c10d rendezvous on loopback."""
-    endpoint = f"127.0.0.1:{free_port()}"
-    run_id = f"test-{uuid.uuid4().hex[:8]}"
+    endpoint, run_id = f"127.0.0.1:{free_port()}", f"test-{uuid.uuid4().hex[:8]}"
 
     def node(rank):
         return run_job(["-m", "torch.distributed.run", "--nnodes=2", "--nproc_per_node=1",
@@ -73,9 +65,8 @@ def tmp(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def jobs(tmp):
-    """{name: Future of a Job}: every launch of this file, started two at a time, longest first."""
-    # The two-node run and the spawn run take the code path of Windows (a TCP store without
-    # libuv); the other runs take the default one. All of them must print the same.
+    """{name: Future of a Job}: every launch, longest first, two at a time (each keeps about two cores busy)."""
+    # The two-node and spawn runs take Windows' code path (a TCP store without libuv); all must print the same.
     spawn_folder, spawn_env = alone(tmp, "DDP-script.py")
     torchrun_folder, torchrun_env = alone(tmp, "DDP-script-torchrun.py")
     launches = {
@@ -87,11 +78,10 @@ def jobs(tmp):
         "spawn": lambda: run_job(["DDP-script.py", "--save", tmp / "spawn.pt"],
                                  env={**spawn_env, "USE_LIBUV": "0"}, cwd=spawn_folder),
         **{f"world size {n}": lambda n=n: run_job([SPAWN, "--world-size", n], timeout=300) for n in (3, 1)},
-        # One rank is enough to leave a process group open: one process for each script to start.
-        "spawn without destroy": lambda: without_destroy(tmp, "DDP-script.py", ["--world-size", 1]),
+        "spawn without destroy": lambda: without_destroy(tmp, "DDP-script.py", ["--world-size", 1]),  # 1 is enough
         "torchrun without destroy": lambda: without_destroy(tmp, "DDP-script-torchrun.py"),
     }
-    with ThreadPoolExecutor(max_workers=2) as pool:  # each launch keeps about two cores busy on its own
+    with ThreadPoolExecutor(max_workers=2) as pool:
         yield {name: pool.submit(launch) for name, launch in launches.items()}
 
 
@@ -104,30 +94,36 @@ def succeeded(job):
 
 @pytest.fixture(scope="module")
 def reference():
-    """The weights of one process trained on what ranks 0 and 1 get at every step, without DDP."""
-    return single_process_weights(epochs=EPOCHS, world_size=2)
+    return single_process_weights(epochs=3, world_size=2)
 
 
 def ranks_that_trained(stdout):
     return sorted({int(r) for r in re.findall(r"^\[rank (\d+)\] Epoch: ", stdout, re.M)})
 
 
-# --- what the scripts are made of -------------------------------------------------------------
+BOOK_ORDER = ["imports", "ddp_setup", "ToyDataset", "NeuralNetwork", "prepare_dataset", "main", "compute_accuracy"]
 
-@pytest.mark.parametrize("script", SCRIPT_NAMES)
-def test_script_imports_only_torch_and_the_standard_library(script):
+
+@pytest.mark.parametrize("script", LAUNCHERS.values())
+def test_script_imports_only_torch_and_reads_in_the_books_order_with_no_build_markers(script):
+    code = (SCRIPTS / script).read_text()
     imported = set()
-    for node in ast.walk(ast.parse((SCRIPTS / script).read_text())):
+    for node in ast.walk(ast.parse(code)):
         if isinstance(node, ast.Import):
             imported |= {alias.name.split(".")[0] for alias in node.names}
         elif isinstance(node, ast.ImportFrom):
             imported.add(node.module.split(".")[0])
     others = sorted(name for name in imported if name != "torch" and name not in sys.stdlib_module_names)
     assert not others, f"scripts/{script} imports {', '.join(others)}: a reader has only torch"
+    names = list(script_diff.parts(code))
+    assert [n for n in names if n in BOOK_ORDER] == BOOK_ORDER, f"scripts/{script}: parts in the order {names}"
+    assert names[-1] == "__main__", "the __main__ block comes last, as in the book"
+    assert "--8<--" not in code, f"scripts/{script} carries a build marker; the pages section it with ast"
+    wide = [f"{n}: {line}" for n, line in enumerate(code.splitlines(), 1) if len(line) > 80]
+    assert not wide, f"scripts/{script} has lines over 80 characters:\n" + "\n".join(wide)
 
 
-# The book's network, data and compute_accuracy, which the chapter pages show: the scripts keep the book's
-# layout (blank lines, comments), so their code is compared, not their text.
+# The book's network, data and compute_accuracy, which the chapter pages show, in the book's layout: code is compared.
 COPIED = {"NeuralNetwork": "neural_network", "ToyDataset": "toy_dataset",
           "compute_accuracy": "compute_accuracy_on_device", "prepare_dataset": "toy_data"}
 
@@ -139,7 +135,7 @@ def code_of(source, names=None):
             or isinstance(node, ast.Assign) and getattr(node.targets[0], "id", None) in names]
 
 
-@pytest.mark.parametrize("script", SCRIPT_NAMES)
+@pytest.mark.parametrize("script", LAUNCHERS.values())
 @pytest.mark.parametrize("name", COPIED)
 def test_copied_code_is_the_chapters(script, name):
     chapter = section_code("appendix_a", COPIED[name])
@@ -155,36 +151,17 @@ def test_copied_code_is_the_chapters(script, name):
             f"chapter pages show; make the two the same code:\n{part}")
 
 
-# The book's parts, in the book's order.
-BOOK_ORDER = ["imports", "ddp_setup", "ToyDataset", "NeuralNetwork", "prepare_dataset", "main", "compute_accuracy"]
-
-
-@pytest.mark.parametrize("script", SCRIPT_NAMES)
-def test_script_reads_in_the_books_order_with_no_build_markers(script):
-    code = (SCRIPTS / script).read_text()
-    names = list(script_diff.parts(code))
-    assert [n for n in names if n in BOOK_ORDER] == BOOK_ORDER, f"scripts/{script}: parts in the order {names}"
-    assert names[-1] == "__main__", "the __main__ block comes last, as in the book"
-    assert "--8<--" not in code, f"scripts/{script} carries a build marker; the pages section it with ast"
-    wide = [f"{n}: {line}" for n, line in enumerate(code.splitlines(), 1) if len(line) > 80]
-    assert not wide, f"scripts/{script} has lines over 80 characters:\n" + "\n".join(wide)
-
-
-@pytest.mark.parametrize("script", SCRIPT_NAMES)
-def test_every_changed_part_has_its_reason_and_every_reason_a_changed_part(script):
-    base = script_diff.BASES[script].relative_to(ROOT)
-    changed = {part.name for part in script_diff.compare(script) if part.diff}
+@pytest.mark.parametrize("script", LAUNCHERS.values())
+def test_changed_parts_and_reasons_match_and_no_line_is_shown_moved_for_its_indentation(script):
+    base, parts = script_diff.BASES[script].relative_to(ROOT), script_diff.compare(script)
+    changed = {part.name for part in parts if part.diff}
     declared = set(script_diff.reasons().get(script, {}))
     where = f"{script_diff.DECLARED.relative_to(ROOT)}, [{script[:-3]}.PART]"
     assert not changed - declared, f"parts of scripts/{script} that differ from {base} without a reason ({where}): " \
                                    f"{sorted(changed - declared)}"
     assert not declared - changed, f"reasons for parts of scripts/{script} that no longer differ from {base} " \
                                    f"({where}): {sorted(declared - changed)}"
-
-
-@pytest.mark.parametrize("script", SCRIPT_NAMES)
-def test_no_line_is_shown_removed_and_added_again_for_its_indentation(script):
-    for part in script_diff.compare(script):
+    for part in parts:  # no line shown removed and added again only for its indentation
         removed, added = ({line[1:] for line in part.diff if line[0] == sign} for sign in "-+")
         again = {a.strip() for a in added for r in removed if a.strip() == r.strip() != "" and a != r}
         assert not again, f"scripts/{script}, {part.name}: lines shown removed and added again: {sorted(again)}"
@@ -192,18 +169,15 @@ def test_no_line_is_shown_removed_and_added_again_for_its_indentation(script):
 
 def test_a_part_without_a_reason_is_found(monkeypatch, tmp_path):
     """The check above can fail: a script with one more changed part has a part without a reason."""
-    changed = tmp_path / "DDP-script.py"
-    changed.write_text((SCRIPTS / "DDP-script.py").read_text() + "\n\ndef extra():\n    pass\n")
+    (tmp_path / "DDP-script.py").write_text((SCRIPTS / "DDP-script.py").read_text() + "\n\ndef extra():\n    pass\n")
     monkeypatch.setattr(script_diff, "SCRIPTS", tmp_path)
     parts = {part.name: part for part in script_diff.compare("DDP-script.py")}
     assert parts["extra"].diff == ["+def extra():", "+    pass"]
     assert "extra" not in script_diff.reasons()["DDP-script.py"]
 
 
-# --- training ------------------------------------------------------------------------------------
-
 @pytest.mark.parametrize("launcher", LAUNCHERS)
-def test_script_alone_trains_as_one_process_and_prints_what_is_recorded(jobs, tmp, reference, launcher):
+def test_script_alone_trains_as_one_process_prints_what_is_recorded_and_leaves_no_file(jobs, tmp, reference, launcher):
     script = LAUNCHERS[launcher]
     job = succeeded(jobs[launcher].result())  # run where `snippets` and `tools` cannot be imported
     assert [p.name for p in job.cwd.iterdir()] == [script], "only the script, nothing else"
@@ -213,15 +187,10 @@ def test_script_alone_trains_as_one_process_and_prints_what_is_recorded(jobs, tm
     assert_same_weights(torch.load(tmp / f"{launcher}.pt", weights_only=True), reference)
     assert not list(tmp.glob(f".{launcher}.pt.*")), "--save leaves no temporary file"
     assert_recorded(job, "DDP-script.txt")  # the page shows one run for both launchers
-
-
-def test_torchrun_removes_its_default_snapshot(jobs):
-    job = succeeded(jobs["torchrun"].result())
-    snapshot = re.search(r"^snapshot file: (\S+)", job.stderr, re.M)
-    assert snapshot, job.describe()
-    assert snapshot[1].startswith(f"{job.tmpdir}/ddp-snapshot-"), "the default is in the temporary directory"
-    left = [name for name in job.leftovers if name.startswith("ddp-snapshot-")]  # in the job's TMPDIR
-    assert not left, "the default snapshot is removed when the job is done"
+    if launcher == "torchrun":  # its default snapshot, in the job's TMPDIR, is removed when the job is done
+        snapshot = re.search(r"^snapshot file: (\S+)", job.stderr, re.M)
+        assert snapshot and snapshot[1].startswith(f"{job.tmpdir}/ddp-snapshot-"), job.describe()
+        assert not [name for name in job.leftovers if name.startswith("ddp-snapshot-")], "the snapshot is left"
 
 
 @pytest.mark.parametrize("world_size", WORLD_SIZES)
@@ -237,8 +206,7 @@ def test_launchers_and_two_nodes_print_and_train_the_same(jobs, tmp, reference):
     assert in_rank_order(torchrun.stdout) == in_rank_order(spawn.stdout), "the launchers differ, the training does not"
     nodes = [succeeded(job) for job in jobs["two nodes, USE_LIBUV=0"].result()]
     printed = "".join(job.stdout for job in nodes)  # each node prints its own rank's lines
-    assert in_rank_order(printed) == in_rank_order(torchrun.stdout)
-    assert ranks_that_trained(printed) == [0, 1]
+    assert in_rank_order(printed) == in_rank_order(torchrun.stdout)  # so ranks 0 and 1 trained, as with torchrun
     weights = torch.load(tmp / "two-nodes.pt", weights_only=True)
     assert_same_weights(weights, torch.load(tmp / "torchrun.pt", weights_only=True))
     assert_same_weights(weights, reference)
@@ -246,17 +214,15 @@ def test_launchers_and_two_nodes_print_and_train_the_same(jobs, tmp, reference):
 
 @pytest.mark.parametrize("launcher", LAUNCHERS)
 def test_leaving_without_destroy_process_group_is_caught(jobs, launcher):
-    # The same check passes on every successful run above (see `succeeded`).
-    job = jobs[f"{launcher} without destroy"].result()
+    job = jobs[f"{launcher} without destroy"].result()  # the check that every run above passes (`succeeded`)
     assert job.returncode != 0 and UNDESTROYED in job.stderr, job.describe()
 
 
 def test_gpu_check_without_cuda_says_so_in_one_sentence_and_fails():
     gpu_outputs = sorted((SCRIPTS / "outputs").rglob("gpu/*"))
-    result = subprocess.run([sys.executable, "-m", "tools.gpu_check"], cwd=ROOT, env=environment(),
-                            capture_output=True, text=True, timeout=120)
-    assert result.returncode == 1, result.stderr
-    assert result.stderr == (f"gpu-check needs a CUDA GPU, and torch {torch.__version__} sees none on this "
+    status, _, stderr = run([sys.executable, "-m", "tools.gpu_check"], 120, cwd=ROOT, env=environment())
+    assert status == 1, stderr
+    assert stderr == (f"gpu-check needs a CUDA GPU, and torch {torch.__version__} sees none on this "
                              "machine; run `make gpu-check` on a machine with an NVIDIA GPU and a CUDA build "
                              "of torch.\n")
     assert sorted((SCRIPTS / "outputs").rglob("gpu/*")) == gpu_outputs, "nothing is recorded"

@@ -10,13 +10,14 @@ import subprocess
 import sys
 import time
 
-import psutil
 import pytest
 import torch
 from conftest import ROOT
 
-from tools import pages, store
-from tools.sections import OUTPUTS, SNIPPETS, read_chunks
+from tools import pages, record, store
+from tools.page_runner import compare_text, process_group, survivors, tagged
+from tools.sections import SNIPPETS, read_chunks
+from tools.store import OUTPUTS
 
 DRAWS = 300  # fresh random states per output that prints an unseeded draw
 
@@ -151,7 +152,7 @@ def test_an_unseeded_output_keeps_its_layout_whatever_the_draw(key, recording):
     page = next(p for p, run in recording.runs.items() if key in [c.key for c in run["cells"]])
     cells = recording.runs[page]["cells"]
     prefix = cells[: [c.key for c in cells].index(key) + 1]
-    patterns = store.varying_patterns()[key]["lines"]
+    varying = store.varying_patterns()
     shapes = set()
     try:
         for _ in range(DRAWS):
@@ -162,24 +163,12 @@ def test_an_unseeded_output_keeps_its_layout_whatever_the_draw(key, recording):
                     before = printed.tell()
                     exec(cell.code, namespace)
             text = printed.getvalue()[before:]
-            diff = store.compare_text(recording.outputs[key], text, patterns, key)
+            diff = compare_text(recording.outputs[key], text, key, varying)
             assert diff is None, f"a fresh draw printed {key} in another layout:\n{diff}"
             shapes.add(tuple(map(len, text.splitlines())))
     finally:
         torch.set_printoptions(profile="default")
     assert len(shapes) == 1
-
-
-def _descendants_once(process, wanted, timeout):
-    """The recorder's descendants as soon as one of them runs `wanted` (in its command line)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        with contextlib.suppress(psutil.Error):
-            children = process.children(recursive=True)
-            if any(wanted in " ".join(child.cmdline()) for child in children):
-                return children
-        time.sleep(0.05)
-    raise AssertionError(f"no process running {wanted} appeared within {timeout} s")
 
 
 @pytest.mark.parametrize("signal_number, status, moment", [
@@ -189,25 +178,33 @@ def _descendants_once(process, wanted, timeout):
 def test_an_interrupted_recording_changes_nothing_and_leaves_nothing_running(signal_number, status, moment,
                                                                               tmp_path):
     before = store.stored_files(scripts=True)
-    recorder = subprocess.Popen([sys.executable, "-m", "tools.record"], cwd=ROOT, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, env={**os.environ, "TMPDIR": str(tmp_path)},
-                                # a shell's background job ignores Ctrl-C, and so would the recorder
-                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    try:
-        children = _descendants_once(psutil.Process(recorder.pid), moment, timeout=180)
+    with process_group([sys.executable, "-m", "tools.record"], cwd=ROOT, stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True, env={**os.environ, "TMPDIR": str(tmp_path)},
+                       # a shell's background job ignores Ctrl-C, and so would the recorder
+                       preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)) as recorder:
+        deadline = time.monotonic() + 180
+        while not any(moment in command for command in tagged(recorder.tag).values()):
+            assert time.monotonic() < deadline, f"no process running {moment} appeared within 180 s"
+            time.sleep(0.05)
         time.sleep(0.5)
         recorder.send_signal(signal_number)
         _, stderr = recorder.communicate(timeout=60)
-    finally:
-        recorder.kill()
+        left = survivors(recorder.tag, settle=15)
     assert recorder.returncode == status, stderr
     assert stderr.strip().splitlines()[-1] == "interrupted: nothing was written", stderr
-    _, alive = psutil.wait_procs(children, timeout=15)
-    assert not alive, f"left running after {signal.Signals(signal_number).name}: {alive}"
+    assert not left, f"left running after {signal.Signals(signal_number).name}: {left}"
     assert store.stored_files(scripts=True) == before, "a file changed"
-    assert list(ROOT.rglob(".*.recording")) == []
+    assert list(ROOT.rglob(".*.writing")) == []
     ours = [name for name in os.listdir(tmp_path) if not name.startswith("torchinductor_")]  # torch's cache
     assert ours == [], "temporary folders left behind"
+
+
+def test_a_page_that_hangs_is_stopped_and_named(monkeypatch):
+    monkeypatch.setattr(record, "TIME_LIMIT", 1)
+    monkeypatch.setattr(pages, "download_text", lambda page, cells: "# %%\nimport time\ntime.sleep(60)\n")
+    with pytest.raises(store.RecordingError, match=r"^the code of docs/a2-understanding-tensors.md was still "
+                                                    r"running after 1 s, so it was stopped"):
+        record.record_page("a2-understanding-tensors.md")
 
 
 def test_every_torch_version_typed_in_the_repository_is_the_recorded_one():

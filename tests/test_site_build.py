@@ -1,7 +1,5 @@
-"""The site builds strictly, both editions; each chapter page shows exactly its code (the download a
-reader can run alone) with the recorded output under it; the build refuses a stale or missing output.
-The Chinese edition has every page of the English one, written in Chinese, showing the same code and
-outputs, and a language switch between the two on every page."""
+"""Both editions build strictly; a chapter page shows its download's code with the recorded output under it; the
+Chinese edition is the English one in Chinese; links lead somewhere; the build refuses a broken repository."""
 
 import ast
 import html
@@ -9,9 +7,7 @@ import json
 import posixpath
 import re
 import shutil
-import subprocess
 from collections import Counter
-from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
@@ -19,9 +15,9 @@ import pytest
 from bs4 import BeautifulSoup
 from conftest import PUBLISHED, ROOT, SUB_PATH, mkdocs_build, nav_pages
 
-from tools import book, pages, prerequisites
+from tools import BOOK, book, pages, prerequisites, tomllib
 from tools.editions import CHINESE, EDITIONS, ENGLISH, GLOSSARY
-from tools.store import tomllib
+from tools.page_runner import run
 
 
 def soup_of(site: Path, url: str) -> BeautifulSoup:
@@ -29,30 +25,24 @@ def soup_of(site: Path, url: str) -> BeautifulSoup:
 
 
 def blocks(soup: BeautifulSoup) -> list[tuple[str, str]]:
-    """(title, text) of every Python and Output block, in page order, collapsed ones included (shell
-    commands are instructions in the prose, their comments in the page's language)."""
+    """(title, text) of every Python and Output block in page order, collapsed too (shell commands are prose)."""
     return [(title.get_text() if (title := block.select_one(".filename")) else "",
              code.get_text() if (code := block.select_one("pre > code")) else "")
             for block in soup.select(".md-content div.highlight:is(.language-python, .language-text)")]
 
 
-def lines_of(code: str) -> list[str]:
-    return [line for line in code.splitlines() if line.strip()]
-
-
 @pytest.mark.parametrize("page", pages.chapter_pages())
 def test_a_page_shows_its_download_and_the_outputs_it_prints(page, built_site, recording):
-    """Copying a page's blocks gives the download, which the recording ran alone; under each block
-    the page shows what that run printed, and the plots it drew."""
+    """Its blocks, copied, are the download the recording ran alone; under them, what that run printed and drew."""
     url = Path(page).stem
-    soup = soup_of(built_site, url)
-    shown = blocks(soup)
+    text = (built_site / url / "index.html").read_text()
+    shown = blocks(soup := BeautifulSoup(text, "html.parser"))
     download = (built_site / "downloads" / pages.download_name(page)).read_text()
     assert download == pages.download_text(page), "the served download is not the page's program"
-    # A block may show several sections, one after another (parted by a blank line where the book's cell
-    # has one): compare the code as a whole, blank lines aside.
-    code = [text.rstrip("\n") for title, text in shown if not title.startswith("Output")]
-    assert lines_of("\n".join(code)) == lines_of("\n".join(pages.split_download(download))), (
+    # A block may show several sections (parted by a blank line where the book's cell has one): blank lines aside.
+    code = [line for title, text in shown if not title.startswith("Output") for line in text.splitlines()
+            if line.strip()]
+    assert code == [line for cell in pages.split_download(download) for line in cell.splitlines() if line.strip()], (
         f"the code blocks of {url}/, copied top to bottom, are not its download")
     run = recording.runs[page]
     printed = [recording.outputs[cell.key] for cell, text in zip(run["cells"], run["outputs"]) if text]
@@ -60,44 +50,26 @@ def test_a_page_shows_its_download_and_the_outputs_it_prints(page, built_site, r
     # Markdown expands tabs (A.8's error message has one) to 4 columns.
     assert "".join(outputs) == "".join(printed).expandtabs(4), f"the Output blocks of {url}/ are not what it printed"
     # Each plot inline under the block that draws it, named by its caption: what the plot shows.
-    figures = soup.select(".md-content figure.plot")
     shown_plots = [(figure.svg["aria-labelledby"], figure.figcaption.get("id"), figure.figcaption.get_text())
-                   for figure in figures]
+                   for figure in soup.select(".md-content figure.plot")]
     drawn = [(f"plot-{key.replace(':', '-').replace('_', '-')}",) * 2 + (ENGLISH.words[f"plot:{key}"],)
              for key in run["plots"]]
     assert shown_plots == drawn, f"{url}/ shows the plots {shown_plots}, its run drew {drawn}"
-    box = soup.select_one(".admonition.tip")
-    assert box.select_one(f'a[href="../downloads/{pages.download_name(page)}"][download]'), "no download link"
-    if notebook := pages.notebook_of(page):
-        assert box.select_one(f'a[href="../notebooks/{notebook}/"]'), "no link to the notebook"
+    # And what one page adds: Exercises' box after the solutions, A.4's math rendered as MathML at build time.
+    assert page != "exercises.md" or text.index("Run it yourself") > text.rindex("Exercise A.4"), "box first"
+    if page == "a4-automatic-differentiation.md":
+        assert len(re.findall(r'<math [^>]*display="block"', text)) == 2 and "\\frac" not in html.unescape(text)
 
 
-@pytest.mark.parametrize("edition", EDITIONS.values(), ids=EDITIONS)
-@pytest.mark.parametrize("name", pages.NOTEBOOKS)
-def test_a_notebook_page_links_its_chapters_and_colab(name, edition, built_site):
-    box = soup_of(built_site, f"{edition.prefix}notebooks/{name}").select_one(".admonition.info")
-    assert box.select_one(".admonition-title").get_text() == edition.words["read_along"]
-    chapters = [a["href"] for a in box.select("a") if "colab" not in a["href"]]
-    assert chapters == [f"../../{Path(page).stem}/" for page in pages.NOTEBOOKS[name]]
-    assert box.select_one('a[href^="https://colab.research.google.com/github/"]'), "no Open in Colab link"
-
-
-# ---------------------------------------------------------------------------------------------
-# Outside links: where they lead, built with and without REPO_URL
+# --- Outside links: where they lead, built with and without REPO_URL
 
 COLAB = re.compile(r"https://colab\.research\.google\.com/github/([^/]+/[^/]+)/blob/([^/]+)/(.+)")
-TYPED_URL = re.compile(r"https?://[^\s)\"'<>\]]+")
-
-
-def typed_links() -> set[str]:
-    """Outside links written into the sources (pages, notebooks, measured figures), which no hook makes."""
-    sources = [*ROOT.glob("docs*/**/*.md"), *ROOT.glob("docs*/notebooks/*.ipynb"), *ROOT.glob("measured/*.md")]
-    return {url for path in sources for url in TYPED_URL.findall(path.read_text())}
 
 
 def generated_links(site: Path) -> dict[str, str]:
-    """{outside link: a page that shows it} for every link of every page that the sources do not type."""
-    typed, found = typed_links(), {}
+    """{outside link: a page that shows it} for every link that no source (page, notebook, measured figure) types."""
+    sources = [*ROOT.glob("docs*/**/*.md"), *ROOT.glob("docs*/notebooks/*.ipynb"), *ROOT.glob("measured/*.md")]
+    typed, found = {url for path in sources for url in re.findall(r"https?://[^\s)\"'<>\]]+", path.read_text())}, {}
     for page in sorted(site.rglob("*.html")):
         for link in BeautifulSoup(page.read_text(), "html.parser").select("a[href^='http']"):
             if link["href"] not in typed and not link["href"].startswith("https://squidfunk.github.io/"):
@@ -114,25 +86,21 @@ def where_it_leads(url: str, repository: str | None) -> str | None:
             return None if (owner_name, ref) == (site, "main") and (ROOT / path).is_file() else "not this repository's"
         pinned = (urlsplit(pages.BOOK_REPOSITORY).path.strip("/"), pages.book_commit())
         return None if (owner_name, ref) == pinned and path.startswith(pages.BOOK_NOTEBOOKS + "/") and (
-            pages.UPSTREAM / Path(path).name).is_file() else "not the book's notebook at the pinned commit"
+            BOOK / Path(path).name).is_file() else "not the book's notebook at the pinned commit"
     if site and url.startswith(repository):
         rest = url.removeprefix(repository)
-        if rest in ("", "/issues") or (rest.startswith("/edit/main/") and (ROOT / rest[11:]).is_file()):
-            return None
-        return "not a file of this repository"
-    if url == pages.BOOK_REPOSITORY and not site:  # the header's button of a local build
-        return None
+        found = rest in ("", "/issues") or (rest.startswith("/edit/main/") and (ROOT / rest[11:]).is_file())
+        return None if found else "not a file of this repository"
     if url.startswith(book.ISSUES):  # a fix of the book's repository that a page follows, or that a reason cites
         declared = {str(difference.fix) for difference in book.differences()} | {
             number for difference in book.differences() for number in book.ISSUE.findall(difference.reasons["en"])}
         return None if url.removeprefix(book.ISSUES) in declared else "no declared fix has this number"
-    return "no check knows this kind of link"
+    # The header's button of a local build; nothing else.
+    return None if url == pages.BOOK_REPOSITORY and not site else "no check knows this kind of link"
 
 
 def test_every_outside_link_the_hooks_make_leads_somewhere(built_site, published_site):
-    """Colab opens a notebook that exists at its address: this repository's where REPO_URL says where it
-    is, else the book's own at the commit this site follows; the header names whose repository it links;
-    Home and Authoring link the site's source and issues where it is known, and nothing where it is not."""
+    """Built with and without REPO_URL: whose repository the header, Colab, Home and Authoring link, and that it is."""
     builds = {"without REPO_URL": (built_site, None),
               f"with REPO_URL={PUBLISHED['REPO_URL']}": (published_site / SUB_PATH, PUBLISHED["REPO_URL"])}
     for build, (site, repository) in builds.items():
@@ -142,8 +110,7 @@ def test_every_outside_link_the_hooks_make_leads_somewhere(built_site, published
         assert not wrong, f"built {build}, outside links that lead nowhere:\n" + "\n".join(wrong)
         assert any(COLAB.fullmatch(url) for url in links), f"built {build}: no Colab link at all"
         for edition in EDITIONS.values():
-            home = soup_of(site, edition.prefix)
-            button = home.select_one("a.md-source")
+            button = soup_of(site, edition.prefix).select_one("a.md-source")
             assert button["href"] == (repository or pages.BOOK_REPOSITORY), build
             name = urlsplit(button["href"]).path.strip("/")
             whose = edition.words["site_repository" if repository else "book_repository"].format(name=name)
@@ -155,33 +122,15 @@ def test_every_outside_link_the_hooks_make_leads_somewhere(built_site, published
                     f"built {build}, {edition.prefix}{page or 'index'} links {links_here & expected or 'nothing'}")
 
 
-# ---------------------------------------------------------------------------------------------
-# The Chinese edition
+# --- The Chinese edition
 
 PAIRS = list(zip(nav_pages(ENGLISH), nav_pages(CHINESE)))  # ((source, url) in English, in Chinese)
 HAN = re.compile(r"[\u4e00-\u9fff]")
 ENGLISH_ONLY = "authoring.md"  # a maintainers' page: the Chinese edition shows it in English
 
 
-def test_every_english_page_has_its_chinese_counterpart():
-    """Same file names, same order (PAIRS zips them; the strict build fails on a missing page)."""
-    english, chinese = ([source.split("/", 1)[1] for source, _ in nav_pages(e)] for e in (ENGLISH, CHINESE))
-    assert chinese == english, f"{CHINESE.config} lists {chinese}, {ENGLISH.config} lists {english}"
-
-
-def _prose(page_html: str) -> list[str]:
-    """The text of each paragraph, list item, heading, caption, table cell and box title, code left out."""
-    article = BeautifulSoup(page_html, "html.parser").select_one("article")
-    for code in article.select("pre, code, svg, math, .headerlink"):
-        code.decompose()
-    return [element.get_text(" ", strip=True) for element in article.select(
-        "p, li, h1, h2, h3, h4, figcaption, td, th, summary, .admonition-title")]
-
-
 def _words_a_reader_sees(page_html: str) -> dict[str, list[str]]:
-    """The texts of a page by kind: prose, titles (of code, output, boxes, tabs), captions (and alt
-    texts) and the interface (tooltips, labels, the nav, header and footer, and the words Material's
-    scripts show: "copied", the search's results); code, and text marked in another language, left out."""
+    """Prose, titles, captions, alt texts and the interface (labels, nav, chrome, Material's scripts' words)."""
     soup = BeautifulSoup(page_html, "html.parser")
     config = soup.select_one("script#__config")
     interface = list(json.loads(config.string)["translations"].values()) if config else []
@@ -189,12 +138,10 @@ def _words_a_reader_sees(page_html: str) -> dict[str, list[str]]:
         other.decompose()
     interface += [element.get(attribute) for element in soup.select("[title], [aria-label], [placeholder]")
                   for attribute in ("title", "aria-label", "placeholder") if element.get(attribute)]
-    interface += [link.get_text(" ", strip=True) for link in soup.select(".md-nav__link")]
-    interface += [chrome.get_text(" ", strip=True) for chrome in soup.select(".md-header, .md-footer")]
+    interface += [chrome.get_text(" ", strip=True) for chrome in soup.select(".md-nav__link, .md-header, .md-footer")]
     article = soup.select_one("article") or soup
-    for quoted in article.select("em"):  # an error message quoted in italics stays as it is printed
-        if not HAN.search(quoted.get_text()):
-            quoted.decompose()
+    for quoted in [em for em in article.select("em") if not HAN.search(em.get_text())]:  # an error message, as printed
+        quoted.decompose()
     titles = [element.get_text(" ", strip=True) for element in article.select(
         ".filename, .admonition-title, .tabbed-labels label, summary")]
     captions = [element.get_text(" ", strip=True) for element in article.select("figcaption")]
@@ -205,16 +152,14 @@ def _words_a_reader_sees(page_html: str) -> dict[str, list[str]]:
     return {"prose": prose, "titles": titles, "captions": captions, "interface": interface}
 
 
-# Two or more English words in a row: what a Chinese page should not show, except for names (of
-# products, people and the book), the terms that Chinese readers use in English (world size, rank,
-# all-reduce), and English glossed or quoted beside the Chinese: in （…）, “…” or italics.
+# Two or more English words in a row, which a Chinese page should not show but for names (of products, people, the
+# book), terms Chinese readers use in English (world size) and English glossed or quoted: in （…）, “…”, italics.
 LATIN_RUN = re.compile(r"[A-Za-z][A-Za-z'’]+(?:[\s,;:()!?]+[A-Za-z][A-Za-z'’]+)+")
 TOKEN = r"[^\s，。：；、（）“”「」]*"
 CODE_LIKE = re.compile(TOKEN + r"[./_+=<>{}\[\]`#@\d-]" + TOKEN)  # paths, API names, versions, flags
 KEPT_ENGLISH = re.compile(r"\b(?:(?:NVIDIA|Apple|CUDA|MPS) GPU|CUDA toolkit|Google Colab|Colab Notebook|"
                           r"Jupyter Notebook|VS Code|Sebastian Raschka|Material for MkDocs|"
-                          r"(?:Build a )?Large Language Model"
-                          r"(?: \(From Scratch\))?|world size|local rank|run id)")
+                          r"(?:Build a )?Large Language Model(?: \(From Scratch\))?|world size|local rank|run id)")
 GLOSSED = re.compile(r"（[^）]*）|“[^”]*”|「[^」]*」")
 
 
@@ -223,41 +168,12 @@ def english_runs(text: str) -> list[str]:
     return LATIN_RUN.findall(text)
 
 
-@pytest.mark.parametrize(("text", "runs"), [
-    ("输出 · 录制于 torch 2.13.0+cpu，CPU only, 2 cores", ["CPU only"]),
-    ("在 NVIDIA GPU 上，Expected all tensors 与 `scripts/DDP-script.py` 的“Set sampler in DDP example”（world size）",
-     ["Expected all tensors"]),
-], ids=["a version and a count", "names, code, quotes and glosses"])
-def test_english_words_on_a_chinese_page_are_found_and_names_pass(text, runs):
-    assert english_runs(text) == runs
-
-
-@pytest.mark.parametrize("chinese", [zh for _, zh in PAIRS if not zh[0].endswith(ENGLISH_ONLY)], ids=lambda p: p[1])
-def test_a_chinese_page_is_written_in_chinese(chinese, built_site):
-    page = (built_site / chinese[1] / "index.html").read_text()
-    prose = _prose(page)
-    english = [text for text in prose if len(re.findall(r"[A-Za-z]", text)) >= 12 and not HAN.search(text)]
-    assert not english, f"{chinese[0]} has prose in English only: {english[0][:200]!r}"
-    characters = sum(len(HAN.findall(text)) for text in prose)
-    assert characters >= 300, f"{chinese[0]} has {characters} Chinese characters: is it translated?"
-    left = [f"{kind}: {run!r} in {text[:80]!r}" for kind, texts in _words_a_reader_sees(page).items()
-            for text in texts for run in english_runs(text)]
-    assert not left, f"{chinese[0]} shows English where a Chinese reader expects Chinese:\n" + "\n".join(left)
-
-
-def test_the_chinese_404_page_is_in_chinese(built_site):
-    seen = _words_a_reader_sees((built_site / "zh" / "404.html").read_text())
-    left = [run for texts in seen.values() for text in texts for run in english_runs(text)]
-    assert not left, f"zh/404.html shows English: {left}"
-
-
 def chinese_texts() -> dict[str, str]:
-    """Every text a Chinese reader reads, by where it is kept: pages, diagrams, notebooks, the tools'
-    sentences, the declared reasons and the measured figures."""
+    """Every Chinese text by where it is kept: pages, diagrams, notebooks, nav, tools' words, reasons, figures."""
     paths = [*CHINESE.docs.rglob("*.md"), *CHINESE.docs.glob("assets/diagrams/*.svg"),
              *CHINESE.notebooks.glob("*.ipynb"), *ROOT.glob("measured/*.zh.md"), ROOT / CHINESE.config]
     texts = {str(path.relative_to(ROOT)): path.read_text() for path in paths}
-    texts["tools/editions.py (CHINESE.words)"] = "\n".join(CHINESE.words.values())
+    texts["tools/words.toml (zh)"] = "\n".join(CHINESE.words.values())
     for declared in ("snippets/varying_outputs.toml", "snippets/book_differences.toml",
                      "snippets/script_differences.toml"):
         texts[f"{declared} (reason_zh, summary_zh)"] = "\n".join(re.findall(
@@ -271,25 +187,8 @@ def glossary_problems(texts: dict[str, str]) -> list[str]:
             for where, text in texts.items() for found in re.finditer(variant, text)]
 
 
-def test_the_chinese_edition_uses_the_glossarys_terms():
-    problems = glossary_problems(chinese_texts())
-    assert not problems, f"{len(problems)} variants that tools/glossary.zh.toml rules out:\n" + "\n".join(problems)
-    # 轮 (an epoch) is glossed at its first use in reading order.
-    prose = "".join(re.sub(r"```.*?```", "", (ROOT / source).read_text(), flags=re.S)
-                    for source, _ in nav_pages(CHINESE) if source.endswith(".md"))
-    first = re.search(r"(?<![齿车])轮(?![流廓子])", prose)
-    gloss = "轮（epoch）"
-    assert prose[first.start():first.start() + len(gloss)] == gloss, prose[first.start() - 40:first.end() + 20]
-
-
-def test_a_variant_the_glossary_rules_out_is_reported():
-    problems = glossary_problems({"docs-zh/a6.md": "在 macOS 上使用笔记本时，用 2 个 GPU 的笔记本电脑"})
-    assert [problem.split(": ")[1].split(" where")[0] for problem in problems] == ["'笔记本'", "'个 GPU'"]
-
-
-# One spacing rule across the Chinese edition, the one most Chinese technical writing follows: a space where
-# a Chinese character meets a Latin letter, a digit, inline code or a placeholder of the tools' words (第 19 个
-# 单元格, 与 `DDP-script.py` 的差异, 与 {base} 的差异), none next to Chinese punctuation. Code blocks are left out.
+# Most Chinese technical writing's rule: a space where a Chinese character meets a Latin letter, a digit, inline code
+# or a placeholder (第 19 个, 与 `DDP-script.py` 的差异, 与 {base} 的差异), none by Chinese punctuation; code aside.
 UNSPACED = re.compile(r"[\u4e00-\u9fff][A-Za-z0-9`{]|[A-Za-z0-9`}][\u4e00-\u9fff]")
 CODE_BLOCK = re.compile(r"^[ \t]*(`{3,}).*?^[ \t]*\1[ \t]*$", re.S | re.M)
 
@@ -300,25 +199,44 @@ def unspaced(text: str) -> list[str]:
     return [f"{m[0]} in {text[max(0, m.start() - 15):m.end() + 15]!r}" for m in UNSPACED.finditer(text)]
 
 
-@pytest.mark.parametrize(("text", "pairs"), [
-    ("本站 · DDP-script.py：main，与DDP-script.py的差异", ["与D", "y的"]),
-    ("第19个单元格，用`torch.save`保存", ["第1", "9个", "用`", "`保"]),
-    ("第 19 个单元格，用 `torch.save` 保存（见 A.8）。\n```bash\n# 在每个节点上运行torchrun\n```", []),
-], ids=["a name", "a number and code", "spaced, and a code block"])
-def test_chinese_next_to_latin_without_a_space_is_found(text, pairs):
-    assert [found.split(" in ")[0] for found in unspaced(text)] == pairs
+def unspaced_pairs(text: str) -> list[str]:
+    return [found.split(" in ")[0] for found in unspaced(text)]
 
 
-def test_the_chinese_sources_space_chinese_and_latin_alike():
-    """Pages, diagrams, measured figures, the nav, the tools' words and the declared reasons (reason_zh); the
-    notebooks are made of these, and are checked as built pages."""
-    found = [f"{where}: {pair}" for where, text in chinese_texts().items() if not where.endswith(".ipynb")
+@pytest.mark.parametrize(("check", "text", "found"), [
+    (english_runs, "输出 · 录制于 torch 2.13.0+cpu，CPU only, 2 cores", ["CPU only"]),
+    (english_runs, "在 NVIDIA GPU 上，Expected all tensors 与 `scripts/DDP-script.py` 的“Set sampler in DDP example”"
+     "（world size）", ["Expected all tensors"]),
+    (lambda text: [found.split(": ")[1].split(" where")[0] for found in glossary_problems({"docs-zh/a6.md": text})],
+     "在 macOS 上使用笔记本时，用 2 个 GPU 的笔记本电脑", ["'笔记本'", "'个 GPU'"]),
+    (unspaced_pairs, "本站 · DDP-script.py：main，与DDP-script.py的差异", ["与D", "y的"]),
+    (unspaced_pairs, "第19个单元格，用`torch.save`保存", ["第1", "9个", "用`", "`保"]),
+    (unspaced_pairs, "第 19 个单元格，用 `torch.save` 保存（见 A.8）。\n```bash\n# 在每个节点上运行torchrun\n```", []),
+], ids=["English and a version", "English and names", "glossary", "unspaced name", "unspaced code", "spaced"])
+def test_a_check_of_the_chinese_text_finds_what_it_should_and_nothing_else(check, text, found):
+    assert check(text) == found
+
+
+def test_the_chinese_sources_use_the_glossarys_terms_and_space_chinese_and_latin_alike():
+    """Notebooks are made of these sources; their spacing is checked as built pages."""
+    problems = glossary_problems(texts := chinese_texts())
+    assert not problems, f"{len(problems)} variants that tools/glossary.zh.toml rules out:\n" + "\n".join(problems)
+    found = [f"{where}: {pair}" for where, text in texts.items() if not where.endswith(".ipynb")
              for pair in unspaced(text)]
     assert not found, f"{len(found)} places without a space between Chinese and Latin:\n" + "\n".join(found)
+    # 轮 (an epoch) is glossed at its first use in reading order.
+    prose = "".join(re.sub(r"```.*?```", "", (ROOT / source).read_text(), flags=re.S)
+                    for source, _ in nav_pages(CHINESE) if source.endswith(".md"))
+    first = re.search(r"(?<![齿车])轮(?![流廓子])", prose)
+    gloss = "轮（epoch）"
+    assert prose[first.start():first.start() + len(gloss)] == gloss, prose[first.start() - 40:first.end() + 20]
 
 
-def test_the_built_chinese_pages_space_chinese_and_latin_alike(built_site):
+def test_the_built_chinese_pages_space_chinese_and_latin_alike_and_the_404_page_is_in_chinese(built_site):
     """As a reader sees them: the tools' sentences filled in, inline code as a word, the chrome's words."""
+    seen = _words_a_reader_sees((built_site / "zh" / "404.html").read_text())
+    left = [run for texts in seen.values() for text in texts for run in english_runs(text)]
+    assert not left, f"zh/404.html shows English: {left}"
     found = []
     for page in sorted((built_site / CHINESE.prefix).rglob("*.html")):
         soup = BeautifulSoup(page.read_text(), "html.parser")
@@ -336,13 +254,19 @@ def test_the_built_chinese_pages_space_chinese_and_latin_alike(built_site):
 
 
 @pytest.mark.parametrize(("english", "chinese"), PAIRS, ids=[zh[1] for _, zh in PAIRS])
-def test_a_chinese_page_matches_its_english_page_and_links_to_it(english, chinese, built_site):
-    """Both show the same code and Output blocks, plots, diagrams and heading anchors, in the same order
-    (titles are translated); each is marked with its language and switches to the other."""
+def test_a_chinese_page_is_in_chinese_matches_its_english_page_and_links_to_it(english, chinese, built_site):
+    """The same blocks, plots, diagrams and anchors; each in its language, switching to the other; the Chinese in
+    Chinese (but Authoring, for maintainers); a notebook's page links its chapters and Colab."""
     shown, expected = {}, {ENGLISH.language: "/" + english[1], CHINESE.language: "/" + chinese[1]}
-    for (source, url), language in ((english, ENGLISH.language), (chinese, CHINESE.language)):
+    for (source, url), edition in ((english, ENGLISH), (chinese, CHINESE)):
         soup = soup_of(built_site, url)
-        assert soup.html["lang"] == language, f"{url or 'index'} is marked <html lang={soup.html['lang']!r}>"
+        assert soup.html["lang"] == edition.language, f"{url or 'index'} is marked <html lang={soup.html['lang']!r}>"
+        if source.endswith(".ipynb"):
+            box = soup.select_one(".admonition.info")
+            assert box.select_one(".admonition-title").get_text() == edition.words["read_along"]
+            chapters = [a["href"] for a in box.select("a") if "colab" not in a["href"]]
+            assert chapters == [f"../../{Path(page).stem}/" for page in pages.NOTEBOOKS[Path(source).stem]]
+            assert box.select_one('a[href^="https://colab.research.google.com/github/"]'), "no Open in Colab link"
         switch = {link["hreflang"]: posixpath.normpath(posixpath.join("/" + url, link["href"])).rstrip("/") + "/"
                   for link in soup.select("a.md-select__link[hreflang]")}
         assert switch == expected, f"on {url or 'index'}, the language switch leads to {switch}"
@@ -354,29 +278,45 @@ def test_a_chinese_page_matches_its_english_page_and_links_to_it(english, chines
     for what in shown[english[0]]:
         assert shown[chinese[0]][what] == shown[english[0]][what], (
             f"{chinese[0]} does not show the {what} of {english[0]}: change the pages together")
+    if chinese[0].endswith(ENGLISH_ONLY):
+        return
+    page = (built_site / chinese[1] / "index.html").read_text()
+    article = BeautifulSoup(page, "html.parser").select_one("article")
+    for code in article.select("pre, code, svg, math, .headerlink"):
+        code.decompose()
+    prose = [element.get_text(" ", strip=True) for element in article.select(
+        "p, li, h1, h2, h3, h4, figcaption, td, th, summary, .admonition-title")]  # code left out
+    english_only = [text for text in prose if len(re.findall(r"[A-Za-z]", text)) >= 12 and not HAN.search(text)]
+    assert not english_only, f"{chinese[0]} has prose in English only: {english_only[0][:200]!r}"
+    characters = sum(len(HAN.findall(text)) for text in prose)
+    assert characters >= 300, f"{chinese[0]} has {characters} Chinese characters: is it translated?"
+    left = [f"{kind}: {run!r} in {text[:80]!r}" for kind, texts in _words_a_reader_sees(page).items()
+            for text in texts for run in english_runs(text)]
+    assert not left, f"{chinese[0]} shows English where a Chinese reader expects Chinese:\n" + "\n".join(left)
 
 
-# ---------------------------------------------------------------------------------------------
-# What a reader needs, said once: the Pythons that pyproject.toml allows, and the packages a page's code imports
+# --- What a reader needs, said once: the Pythons that pyproject.toml allows, and the packages a page's code imports
 
 def article_text(site: Path, url: str) -> str:
     return " ".join(soup_of(site, url).select_one("article").get_text(" ").split())
 
 
-def squeezed(text: str) -> str:
-    """Without white space: where the HTML parts code from the text around it, "`torch`, `numpy`" reads
-    "torch , numpy"."""
+def squeezed(text: str) -> str:  # where the HTML parts code from the text, "`torch`, `numpy`" reads "torch , numpy"
     return "".join(text.split())
 
 
 PINNED = {re.match(r"[\w.-]+", line)[0].lower() for line in (ROOT / "requirements.txt").read_text().splitlines()
           if line.strip() and not line.startswith("#")}
+TYPED_PYTHONS = re.compile(r"\b3\.\d+ ?(?:to|至|or newer|or later|或更高|及以上)")
 
 
 @pytest.mark.parametrize("edition", EDITIONS.values(), ids=EDITIONS)
-def test_every_page_says_what_its_code_imports(edition, built_site):
-    """The downloads' docstrings, the "Run it yourself" boxes, Setup's table and Home name the packages the
-    code imports: A.2's NumPy, the plots' matplotlib, and no package a page only names (Exercise A.2)."""
+def test_the_pages_say_the_pythons_of_pyproject_and_the_packages_the_code_imports(edition, built_site):
+    """Said once, where it is kept: requires-python (as the Makefile reads it) and each download's imports."""
+    oldest, newest = prerequisites.pythons()
+    for path in sorted(edition.docs.glob("*.md")):
+        typed = TYPED_PYTHONS.search(path.read_text())
+        assert not typed, f"{path.relative_to(ROOT)} types {typed[0]!r}: use a mark of tools/prerequisites.py"
     [needs_table] = [table for table in soup_of(built_site, f"{edition.prefix}setup").select("article table")
                      if [th.get_text() for th in table.select("th")][1:] == [edition.words["needs_column"]]]
     table = {row.a["href"]: row.select("td")[1].get_text() for row in needs_table.select("tbody tr")}
@@ -388,8 +328,10 @@ def test_every_page_says_what_its_code_imports(edition, built_site):
         assert set(needs) <= PINNED, f"{page} imports a package that requirements.txt does not pin"
         docstring = download.split('"""')[1]
         assert f"It needs {ENGLISH.listing(needs)} (pip install {' '.join(needs)})" in " ".join(docstring.split())
-        box = soup_of(built_site, edition.prefix + Path(page).stem).select_one(".admonition.tip").get_text()
-        assert squeezed(edition.listing(needs)) in squeezed(box), f"{page}'s box does not say that it needs {needs}"
+        box = soup_of(built_site, edition.prefix + Path(page).stem).select_one(".admonition.tip")
+        assert box.select_one(f'a[href="../downloads/{pages.download_name(page)}"][download]'), "no download link"
+        assert box.select_one(f'a[href="../notebooks/{pages.notebook_of(page)}/"]'), "no link to the notebook"
+        assert squeezed(edition.listing(needs)) in squeezed(box.text), f"{page}'s box does not say it needs {needs}"
         assert squeezed(table[f"../{Path(page).stem}/"]) == squeezed(edition.listing(needs)), f"Setup's row of {page}"
     # Exercise A.2's solution prints the version of every package the pages import (its list is teaching code).
     versions = pages.section_code("exercise_solutions", "a2_versions")
@@ -397,34 +339,20 @@ def test_every_page_says_what_its_code_imports(edition, built_site):
     assert set(everything) <= set(listed), f"Exercise A.2 leaves out {set(everything) - set(listed)}"
     assert "matplotlib" not in pages.needs(pages.program("exercises.md")), "the exercises print its version only"
     install = f"pip install {' '.join(dict.fromkeys(everything))}"
-    for url in ("", "setup"):
-        assert install in article_text(built_site, edition.prefix + url), f"{url or 'Home'} does not say {install}"
-
-
-TYPED_PYTHONS = re.compile(r"\b3\.\d+ ?(?:to|至|or newer|or later|或更高|及以上)")
-
-
-@pytest.mark.parametrize("edition", EDITIONS.values(), ids=EDITIONS)
-def test_the_supported_pythons_come_from_pyproject(edition, built_site):
-    """Home, Setup and Exercise A.1 take them from requires-python, as the Makefile does; no page types them,
-    and Exercise A.1's solution checks for the oldest."""
-    oldest, newest = prerequisites.pythons()
-    for path in sorted(edition.docs.glob("*.md")):
-        typed = TYPED_PYTHONS.search(path.read_text())
-        assert not typed, f"{path.relative_to(ROOT)} types {typed[0]!r}: use a mark of tools/prerequisites.py"
     supported = f"Python {edition.words['python_range'].format(oldest=oldest, newest=newest)}"
     for url in ("", "setup"):
+        assert install in article_text(built_site, edition.prefix + url), f"{url or 'Home'} does not say {install}"
         assert supported in article_text(built_site, edition.prefix + url), f"{url or 'Home'} does not say {supported}"
+    # Exercise A.1 names the oldest, and its solution checks for it.
     assert re.search(rf"[(（]{re.escape(oldest)} ", article_text(built_site, f"{edition.prefix}exercises"))
     assert f"sys.version_info >= (3, {oldest.split('.')[1]})" in pages.section_code(
         "exercise_solutions", "a1_python_version")
-    make = subprocess.run(["make", "-s", "--no-print-directory", "--eval", "pythons: ; @echo $(SUPPORTED_PYTHONS)",
-                           "pythons"], cwd=ROOT, capture_output=True, text=True, check=True)  # also under make -C
-    assert make.stdout.split() == [f"3.{minor}" for minor in range(int(oldest[2:]), int(newest[2:]) + 1)]
+    _, stdout, _ = run(["make", "-s", "--no-print-directory", "--eval", "pythons: ; @echo $(SUPPORTED_PYTHONS)",
+                        "pythons"], 60, cwd=ROOT)  # also under make -C
+    assert stdout.split() == [f"3.{minor}" for minor in range(int(oldest[2:]), int(newest[2:]) + 1)]
 
 
-# ---------------------------------------------------------------------------------------------
-# Learners' pages teach: how the site is made and checked is on Authoring and in README
+# --- Learners' pages teach: how the site is made and checked is on Authoring and in README
 
 TARGETS = re.search(r"^\.PHONY: (.*)$", (ROOT / "Makefile").read_text(), re.M)[1].split()
 # A reader's own virtual environment (Setup: `source .venv/bin/activate`) is theirs, not ours.
@@ -434,8 +362,7 @@ MACHINERY = re.compile(r"\bmake (?:%s)\b|\b(?:snippets|tools|tests|measured)/|py
 
 @pytest.mark.parametrize("edition", EDITIONS.values(), ids=EDITIONS)
 def test_learners_pages_and_downloads_name_none_of_our_machinery(edition, built_site):
-    learners = [url for source, url in nav_pages(edition) if not source.endswith("authoring.md")]
-    named = [f"{url or 'Home'}: {found}" for url in learners
+    named = [f"{url or 'Home'}: {found}" for source, url in nav_pages(edition) if not source.endswith(ENGLISH_ONLY)
              for found in MACHINERY.findall(article_text(built_site, url))]
     named += [f"{path.name}: {found}" for path in sorted((built_site / edition.prefix / "downloads").rglob("*.*"))
               for found in MACHINERY.findall(path.read_text())]  # the pages' code, the checker, the DDP scripts
@@ -445,78 +372,48 @@ def test_learners_pages_and_downloads_name_none_of_our_machinery(edition, built_
     assert headings.index("the-path-through-the-appendix") < headings.index("what-you-can-rely-on")
 
 
-# ---------------------------------------------------------------------------------------------
-# One page, the whole site, the sources
+# --- The whole site, the sources
 
-def test_the_exercises_box_comes_after_the_solutions(built_site):
-    text = (built_site / "exercises" / "index.html").read_text()
-    assert text.index("Run it yourself") > text.rindex("Exercise A.4")
+ELEMENTS = 3000  # at most, on any page: pages stay light on a phone (a large DOM slows every style and layout)
+CODE_COLUMN = 80  # characters of code that Material's code column shows on a 1280 px screen
 
 
-def test_math_is_rendered_to_mathml_at_build_time(built_site):
-    page = (built_site / "a4-automatic-differentiation" / "index.html").read_text()
-    assert len(re.findall(r'<math [^>]*display="block"', page)) == 2
-    assert "\\frac" not in html.unescape(page)
-
-
-class Outline(HTMLParser):
-    """A page's elements, its ids (an `<a name>` too) and its links within the site (href or SVG's xlink:href)."""
-
-    def __init__(self, text: str):
-        super().__init__()
-        self.elements, self.ids, self.links = 0, [], []
-        self.feed(text)
-
-    def handle_starttag(self, tag, attributes):
-        self.elements += 1
-        attributes = dict(attributes)
-        self.ids += [attributes["id"]] if "id" in attributes else []
-        self.ids += [attributes["name"]] if tag == "a" and "name" in attributes else []
-        link = attributes.get("href") or attributes.get("xlink:href")
-        if link and tag != "link" and not urlsplit(link).netloc and not urlsplit(link).scheme:
-            self.links.append(link)
-
-
-@pytest.fixture(scope="module")
-def outlines(built_site) -> dict[Path, Outline]:
-    return {page: Outline(page.read_text()) for page in sorted(built_site.rglob("*.html"))}
-
-
-def test_every_link_within_the_site_leads_to_an_element_that_exists(built_site, outlines):
-    """Both editions, notebooks included: no empty or repeated id, and every link with a #fragment (a table of
-    contents, a heading's permalink, a page's link to another's section) names an id of the page it leads to."""
-    problems = []
-    for page, outline in outlines.items():
-        name = page.relative_to(built_site)
-        problems += [f"{name}: id={id!r} on {count} elements" for id, count in sorted(Counter(outline.ids).items())
+def test_every_page_is_light_its_links_lead_to_elements_and_its_code_fits_the_column(built_site):
+    """Both editions, notebooks too; ids unique; a #fragment names an id of its page; outputs and shell may wrap."""
+    books = {line.rstrip() for script in BOOK.glob("*.py") for line in script.read_text().splitlines()}
+    outlines, problems = {}, []
+    for page in sorted(built_site.rglob("*.html")):
+        name, soup = page.relative_to(built_site), BeautifulSoup(page.read_text(), "html.parser")
+        elements = soup.find_all(True)  # each element's ids (an `<a name>` too) and links (href, SVG's xlink:href)
+        problems += [f"{name}: {len(elements)} elements, more than {ELEMENTS}"] if len(elements) > ELEMENTS else []
+        ids = [e["id"] for e in elements if e.has_attr("id")] + [e["name"] for e in soup.select("a[name]")]
+        problems += [f"{name}: id={id!r} on {count} elements" for id, count in sorted(Counter(ids).items())
                      if count > 1 or not id.strip()]
-        for link in outline.links:
+        outlines[page] = ids, [link for e in elements if e.name != "link" and (link := e.get("href") or e.get(
+            "xlink:href")) and not urlsplit(link).netloc and not urlsplit(link).scheme]
+        # Code wider than the column, but the book's own lines in A.9.3's listing and diffs of its DDP scripts
+        code = [block.pre for block in soup.select(".md-content div.highlight, .jp-InputArea .highlight-ipynb")
+                if not {"language-bash", "language-text"} & set(block.get("class", []))]
+        problems += [f"{name}: code wider than {CODE_COLUMN} characters: {line}" for pre in filter(None, code)
+                     for line in pre.get_text().splitlines() if len(line.rstrip()) > CODE_COLUMN
+                     and not {line.rstrip(), line[1:].rstrip()} & books]
+    for page, (_, links) in outlines.items():
+        for link in links:
             path, fragment = urlsplit(link).path, unquote(urlsplit(link).fragment)
             target = (page.parent / unquote(path)).resolve() if path else page
             target = target / "index.html" if target.is_dir() else target
-            if link.endswith("#") or fragment and fragment not in getattr(outlines.get(target), "ids", [fragment]):
-                problems.append(f"{name}: {link} leads to no element")
+            if link.endswith("#") or fragment and fragment not in outlines.get(target, ([fragment],))[0]:
+                problems.append(f"{page.relative_to(built_site)}: {link} leads to no element")
     assert not problems, f"{len(problems)} problems:\n" + "\n".join(sorted(set(problems))[:30])
 
 
-ELEMENTS = 3000  # at most, on any page: pages stay light on a phone (a large DOM slows every style and layout)
-
-
-def test_every_page_stays_light(built_site, outlines):
-    heavy = {str(page.relative_to(built_site)): outline.elements for page, outline in outlines.items()
-             if outline.elements > ELEMENTS}
-    assert not heavy, f"pages with more than {ELEMENTS} elements: {heavy}"
-
-
 def test_the_search_index_holds_the_words_in_few_bytes(built_site):
-    """Both editions: UTF-8, not \\u escapes (6 bytes for a Chinese character); the Chinese words parted by a
-    zero-width space only where nothing else parts them; and still parted (jieba), so that a search finds one."""
-    for edition in EDITIONS.values():
-        raw = (built_site / edition.prefix / "search" / "search_index.json").read_text()
+    """UTF-8, not \\u escapes; Chinese words parted (jieba) by a zero-width space only where nothing else parts them."""
+    indexes = {prefix: (built_site / prefix / "search" / "search_index.json").read_text() for prefix in ("", "zh/")}
+    for prefix, raw in indexes.items():
         escaped = re.findall(r"(?<!\\)\\u(?!00[01])[0-9a-fA-F]{4}", raw)  # the separator, a regex, spells \\u200b out
-        assert not escaped, f"{edition.prefix}search/search_index.json escapes {len(escaped)} characters: {escaped[:5]}"
-    texts = [entry["text"] for entry in json.loads((built_site / CHINESE.prefix / "search" / "search_index.json")
-                                                   .read_text())["docs"]]
+        assert not escaped, f"{prefix}search/search_index.json escapes {len(escaped)} characters: {escaped[:5]}"
+    texts = [entry["text"] for entry in json.loads(indexes[CHINESE.prefix])["docs"]]
     parts = "[\\s，。、；：！？（）《》“”]"  # what parts two words without a zero-width space
     idle = [text[max(0, m.start() - 20):m.end() + 20] for text in texts
             for m in re.finditer(rf"\u200b(?={parts})|(?<={parts})\u200b", text)]
@@ -524,112 +421,73 @@ def test_the_search_index_holds_the_words_in_few_bytes(built_site):
     assert any("\u200b数据加载器\u200b" in text for text in texts), "the Chinese text is not split into words"
 
 
-CODE_COLUMN = 80  # characters of code that Material's code column shows on a 1280 px screen
-
-
-def test_no_code_on_a_page_is_wider_than_the_code_column(built_site):
-    """Code blocks and notebook cells, both editions; outputs wrap and shell commands may run long, and so
-    may the book's own lines in the A.9.3 pages' listing and diffs of its DDP scripts (they wrap)."""
-    books = {line.rstrip() for script in (ROOT / "tests" / "upstream").glob("*.py")
-             for line in script.read_text().splitlines()}
-    wide = []
-    for page in sorted(built_site.rglob("*.html")):
-        soup = BeautifulSoup(page.read_text(), "html.parser")
-        code = [block.select_one("pre") for block in soup.select(".md-content div.highlight, .jp-InputArea "
-                                                                 ".highlight-ipynb")
-                if not {"language-bash", "language-text"} & set(block.get("class", []))]
-        wide += [f"{page.relative_to(built_site)}: {line}" for pre in filter(None, code)
-                 for line in pre.get_text().splitlines() if len(line.rstrip()) > CODE_COLUMN
-                 and not {line.rstrip(), line[1:].rstrip()} & books]
-    assert not wide, f"{len(wide)} code lines wider than {CODE_COLUMN} characters:\n" + "\n".join(wide[:20])
-
-
 def test_no_python_is_typed_into_a_page():
     fence = re.compile(r"^[ \t]*```(?:python|py)\b[^\n]*\n(.*?)^[ \t]*```", re.S | re.M)
-    for page in (ROOT / "docs").rglob("*.md"):
-        for body in fence.findall(page.read_text()):
-            typed = [line for line in body.splitlines() if line.strip() and "--8<--" not in line]
-            assert not typed, f"{page.relative_to(ROOT)} types Python instead of including a snippet: {typed[0]!r}"
+    typed = [f"{page.relative_to(ROOT)}: {line!r}" for page in (ROOT / "docs").rglob("*.md")
+             for body in fence.findall(page.read_text()) for line in body.splitlines()
+             if line.strip() and "--8<--" not in line]
+    assert not typed, "pages that type Python instead of including a snippet:\n" + "\n".join(typed)
 
 
-# ---------------------------------------------------------------------------------------------
-# The strict build refuses a broken repository
+# --- The strict build refuses a broken repository
 
-def _append(path: Path, text: str):
-    path.write_text(path.read_text() + text)
-
-
-def _change_code(path: Path, section: str):
-    """A new line at the end of a section's code, as if someone edited it without re-recording."""
-    path.write_text(path.read_text().replace(f"# --8<-- [end:{section}]", f"x = 1\n# --8<-- [end:{section}]"))
-
-
-# {problem: (how to plant it in a copy of the repository, what the build's warnings must say)}
-MISSING_SECTION = {  # an error, which stops the build before it could warn of anything else: planted alone
-    "a section that does not exist": (
-        lambda repo: _append(repo / "docs/a2-understanding-tensors.md",
-                             '\n```python\n--8<-- "snippets/a2_tensors.py:no_such_section"\n```\n'),
-        ["no_such_section"]),
-}
-WARNINGS = {  # problems the build reports as warnings, which --strict turns into a failure: planted together
-    "a broken link": (
-        lambda repo: _append(repo / "docs/a3-computation-graphs.md",
-                             "\nSee [the missing anchor](a4-automatic-differentiation.md#nowhere).\n"),
-        ["#nowhere"]),
-    "code changed since its output was recorded": (
-        lambda repo: _change_code(repo / "snippets/a6_data_loaders.py", "shuffled_batches"),
+# {problem: (a file of a copy of the repository, a text in it ("": its end, None: the file) and what replaces it, what
+# the warnings must say)}. A missing section stops the build at once: planted alone; --strict fails on the warnings.
+MISSING_SECTION = {"a section that does not exist": ("docs/a2-understanding-tensors.md", "", (
+    '\n```python\n--8<-- "snippets/a2_tensors.py:no_such_section"\n```\n'), ["no_such_section"])}
+WARNINGS = {
+    "a broken link": ("docs/a3-computation-graphs.md", "",
+                      "\nSee [the missing anchor](a4-automatic-differentiation.md#nowhere).\n", ["#nowhere"]),
+    "code changed since its output was recorded": (  # edited without re-recording
+        "snippets/a6_data_loaders.py", "# --8<-- [end:shuffled_batches]", "x = 1\n# --8<-- [end:shuffled_batches]",
         ["snippets/a6_data_loaders.py, section 'shuffled_batches'", "changed since its output was recorded",
          "make outputs"]),
     "a part of the book's DDP script left out of A.9.3": (
-        lambda repo: (repo / "docs/a9-multi-gpu-training.md").write_text(
-            (repo / "docs/a9-multi-gpu-training.md").read_text().replace("<!-- book's DDP-script.py: main -->", "")),
+        "docs/a9-multi-gpu-training.md", "<!-- book's DDP-script.py: main -->", "",
         ["a9-multi-gpu-training.md leaves out the book's parts", "'main'"]),
-    "a recorded output deleted": (
-        lambda repo: (repo / "snippets/outputs/a2_tensors/shape.txt").unlink(),
-        ["snippets/a2_tensors.py, section 'shape'", "recorded output is missing", "make outputs"]),
+    "a recorded output deleted": ("snippets/outputs/a2_tensors/shape.txt", None, None, [
+        "snippets/a2_tensors.py, section 'shape'", "recorded output is missing", "make outputs"]),
 }
 
 
 @pytest.mark.parametrize("planted", [MISSING_SECTION, WARNINGS], ids=["a missing section", "warnings"])
 def test_the_strict_build_stops_on_a_broken_repository_and_names_each_problem(planted, tmp_path):
     copy = tmp_path / "repo"  # of everything the build reads, to break without touching the repository
-    for name in ["docs", "snippets", "scripts", "tools", "overrides", "measured", "tests/upstream"]:
+    for name in ["docs", "snippets", "scripts", "tools", "overrides", "measured", "book"]:
         shutil.copytree(ROOT / name, copy / name, ignore=shutil.ignore_patterns("__pycache__"))
     for name in ["mkdocs.yml", "pyproject.toml"]:  # pyproject.toml: the supported Pythons
         shutil.copy(ROOT / name, copy / name)
-    for plant, _ in planted.values():
-        plant(copy)
-    result = mkdocs_build(copy / "mkdocs.yml", tmp_path / "site")
-    assert result.returncode != 0, "the build passed with " + ", ".join(planted)
-    warnings = "\n".join(line for line in result.stderr.splitlines() if line.startswith("WARNING"))
-    for problem, (_, named) in planted.items():
+    for path, old, new, _ in planted.values():
+        if old is None:
+            (copy / path).unlink()
+        else:
+            text = (copy / path).read_text()
+            (copy / path).write_text(text.replace(old, new) if old else text + new)
+    status, stderr = mkdocs_build(copy / "mkdocs.yml", tmp_path / "site")
+    assert status != 0, "the build passed with " + ", ".join(planted)
+    warnings = "\n".join(line for line in stderr.splitlines() if line.startswith("WARNING"))
+    for problem, (*_, named) in planted.items():
         missing = [text for text in named if text not in warnings]
-        assert not missing, f"no warning names {problem} ({missing[0]!r}):\n{result.stderr}"
+        assert not missing, f"no warning names {problem} ({missing[0]!r}):\n{stderr}"
 
 
-# ---------------------------------------------------------------------------------------------
-# Published: built as the Pages workflow builds it, a project site under a sub-path (conftest.PUBLISHED)
+# --- Published: built as the Pages workflow builds it, a project site under a sub-path (conftest.PUBLISHED)
 
-def test_sitemap_lists_every_page(published_site):
-    site_url = PUBLISHED["SITE_URL"]
+def test_every_page_is_in_the_sitemaps_and_has_an_edit_link_where_its_source_is(built_site, published_site):
+    """Both editions list the same pages; the edit link of a published page, none on a notebook's or a local build."""
+    english, chinese = ([source.split("/", 1)[1] for source, _ in nav_pages(e)] for e in (ENGLISH, CHINESE))
+    assert chinese == english, f"{CHINESE.config} lists {chinese}, {ENGLISH.config} lists {english}"
+    assert [Path(page).stem for page in english if page.endswith(".ipynb")] == list(pages.NOTEBOOKS)
+    site_url, edit_link, problems = PUBLISHED["SITE_URL"], re.compile(r'<a href="([^"]*)"[^>]*rel="edit"'), []
     listed = {url for edition in EDITIONS.values() for url in re.findall(
         r"<loc>([^<]+)</loc>", (published_site / SUB_PATH / edition.prefix / "sitemap.xml").read_text())}
-    missing = [source for pair in PAIRS for source, url in pair if site_url + url not in listed]
-    assert not missing, (f"the sitemaps of a build with SITE_URL={site_url} do not list the pages of "
-                         f"{missing}; they list {sorted(listed) or 'nothing'} (is site_url read from SITE_URL?)")
-
-
-def test_edit_links_only_where_the_page_source_is_in_the_repository(built_site, published_site):
-    """A published page links to its own Markdown source; a generated notebook page, and a local build, to none."""
-    edit_link = re.compile(r'<a href="([^"]*)"[^>]*rel="edit"')
-    problems = []
     for source, url in (page for pair in PAIRS for page in pair):  # every page of both editions
+        if site_url + url not in listed:
+            problems.append(f"{source}: not in the sitemaps of a build with SITE_URL={site_url} (read from it?)")
         links = edit_link.findall((published_site / SUB_PATH / url / "index.html").read_text())
-        if source.endswith(".ipynb"):
-            if links:
-                problems.append(f"{url}: a generated notebook page offers an edit link to {links[0]}")
-        elif links != [f"{PUBLISHED['REPO_URL']}/edit/main/{source}"]:
-            problems.append(f"{url or 'index'}: edit link {links or 'missing'}, expected one to {source}")
+        expected = [] if source.endswith(".ipynb") else [f"{PUBLISHED['REPO_URL']}/edit/main/{source}"]
+        if links != expected:
+            problems.append(f"{url or 'index'}: edit links {links or 'none'}, expected {expected or 'none'}")
         if local := edit_link.findall((built_site / url / "index.html").read_text()):
             problems.append(f"{url or 'index'}: a local build links to {local[0]}, which is not this repository")
     assert not problems, "\n".join(problems)

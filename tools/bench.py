@@ -4,11 +4,9 @@
     make bench ARGS=--quick             # builds, pages and matmul, medians of 3
     make bench ARGS="--only matmul"     # one section (builds pages matmul ddp tests)
 
-Every figure is a median of repeated runs; what is compared (our build against a plain
-Material build, DDP against one plain process) is measured side by side, in turns, in the
-same run. The results go to measured/bench.json (one entry per section, with the date and
-the machine) and are rendered from there into measured/*.md, which the pages include, and
-into the marked table in README.md. Nothing here asserts a timing.
+Every figure is a median of repeated runs, and what is compared (our build against plain Material,
+DDP against one plain process) is measured in turns in the same run. measured/bench.json holds them,
+rendered into measured/*.md (the pages include them) and README's marked table.
 """
 
 import argparse
@@ -21,7 +19,6 @@ import math
 import os
 import platform
 import re
-import runpy
 import shutil
 import statistics
 import subprocess
@@ -33,8 +30,9 @@ from pathlib import Path
 
 import yaml
 
+from tools import ROOT, page_runner
+from tools.ddp_runs import training_data
 from tools.editions import EDITIONS, ENGLISH
-from tools.sections import ROOT
 
 SECTIONS = ("builds", "pages", "matmul", "ddp", "tests")
 QUICK = ("builds", "pages", "matmul")
@@ -60,8 +58,12 @@ def seconds(fn):
     return time.perf_counter() - start
 
 
-def run(command):
-    subprocess.run(command, cwd=ROOT, check=True, capture_output=True)
+def run(command, timeout=1800):
+    """(status, stdout) of `command` in the repository, in a process group of its own."""
+    status, stdout, stderr = page_runner.run(command, timeout, cwd=ROOT)
+    if status != 0:
+        raise RuntimeError(f"{' '.join(map(str, command))} failed (exit status {status}):\n{stderr}")
+    return stdout
 
 
 def write_plain_config(path):
@@ -147,18 +149,6 @@ def measure_matmul(repeats):
     return result
 
 
-def ddp_training_data():
-    """The DDP scripts' training set (the enlarged toy data), from DDP-script.py itself."""
-    import torch.distributed as dist
-
-    script = runpy.run_path(str(ROOT / "scripts" / "DDP-script.py"))  # its launcher runs only under __main__
-    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)  # for its samplers
-    try:
-        return script["prepare_dataset"]()[0].dataset
-    finally:
-        dist.destroy_process_group()
-
-
 def plain_training(epochs):
     """The book's own training loop in one process, on the DDP scripts' data, batch size and learning rate."""
     import torch
@@ -171,7 +161,7 @@ def plain_training(epochs):
     torch.manual_seed(123)
     model = NeuralNetwork(num_inputs=2, num_outputs=2)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
-    loader = DataLoader(ddp_training_data(), batch_size=2, shuffle=True, drop_last=True)
+    loader = DataLoader(training_data(), batch_size=2, shuffle=True, drop_last=True)
     for epoch in range(epochs):
         model.train()
         for features, labels in loader:
@@ -186,14 +176,13 @@ def launch(command, steps):
     """One launch's wall time, start-up and step. A DDP script's ranks print a line after every step, in
     lockstep (each step waits for the all-reduce): an epoch ends at the last line that names it, and lasts
     the median gap between epochs' ends."""
-    start = time.perf_counter()
-    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                               text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
-    ends = {}
-    for line in process.stdout:
-        if match := EPOCH_LINE.search(line):
-            ends[int(match[1])] = time.perf_counter() - start
-    if process.wait() != 0 or len(ends) != EPOCHS:
+    start, ends = time.perf_counter(), {}
+    with page_runner.process_group(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                   text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"}) as process:
+        for line in process.stdout:
+            if match := EPOCH_LINE.search(line):
+                ends[int(match[1])] = time.perf_counter() - start
+    if process.returncode != 0 or len(ends) != EPOCHS:
         raise RuntimeError(f"{' '.join(map(str, command))} failed (exit status {process.returncode})")
     wall, ends = time.perf_counter() - start, [ends[epoch] for epoch in sorted(ends)]
     epoch = statistics.median(later - earlier for earlier, later in zip(ends, ends[1:]))
@@ -201,7 +190,7 @@ def launch(command, steps):
 
 
 def measure_ddp(rounds):
-    samples = len(ddp_training_data())
+    samples = len(training_data())
     launchers = {"spawn": lambda processes: [sys.executable, "scripts/DDP-script.py", "--world-size",
                                              str(processes)],
                  "torchrun": lambda processes: [sys.executable, "-m", "torch.distributed.run", "--standalone",
@@ -220,13 +209,13 @@ def measure_ddp(rounds):
 
 def measure_tests():
     start = time.perf_counter()
-    result = subprocess.run(["make", "--no-print-directory", "test"], cwd=ROOT, capture_output=True, text=True)
-    summary = re.sub(r" in [\d.]+s.*", "", (result.stdout.strip().splitlines() or ["no output"])[-1].strip(" ="))
-    return {"seconds": time.perf_counter() - start, "summary": summary, "passed": result.returncode == 0}
+    status, stdout, _ = page_runner.run(["make", "--no-print-directory", "test"], 3600, cwd=ROOT)
+    summary = re.sub(r" in [\d.]+s.*", "", (stdout.strip().splitlines() or ["no output"])[-1].strip(" ="))
+    return {"seconds": time.perf_counter() - start, "summary": summary, "passed": status == 0}
 
 
 def machine():
-    """What the figures were measured on; tools/editions.py words it in each language."""
+    """What the figures were measured on; tools/words.toml words it in each language."""
     import torch
 
     cpu = platform.processor() or platform.machine()
@@ -254,7 +243,7 @@ def ratio(value, baseline):
 
 
 # The English and the Chinese edition each include their own file: measured/NAME.md, measured/NAME.zh.md,
-# in the words of tools/editions.py.
+# in the words of tools/words.toml.
 def matmul_md(matmul, language="en"):
     words = EDITIONS[language].words
     gpu = words["bench_matmul_gpu"].format(**matmul) if matmul["gpu"] else words["bench_matmul_no_gpu"]
@@ -288,7 +277,7 @@ def against(value, baseline):
 
 
 def readme_rows(results):
-    """README's rows, in English: (the words' key in tools/editions.py, the figure), for each section measured."""
+    """README's rows, in English: (the words' key in tools/words.toml, the figure), for each section measured."""
     if builds := results.get("builds"):
         yield "readme_cold", against(builds["cold"], builds["plain"])
         yield "readme_repeat", f"{builds['repeat']:.2f} s: {ratio(builds['repeat'], builds['plain'])}"
@@ -314,14 +303,15 @@ def readme_md(results):
 
 
 def render(results, out):
-    """Write measured/*.md and README's marked region under `out`."""
+    """Write measured/bench.json, measured/*.md and README's marked region under `out`, all at once."""
+    files = {out / "measured" / "bench.json": json.dumps(results, indent=1, ensure_ascii=False) + "\n"}
     for language, suffix in [("en", ".md"), ("zh", ".zh.md")]:
-        (out / "measured" / f"matmul{suffix}").write_text(matmul_md(results["matmul"], language))
-        (out / "measured" / f"ddp{suffix}").write_text(ddp_md(results["ddp"], language))
+        files[out / "measured" / f"matmul{suffix}"] = matmul_md(results["matmul"], language)
+        files[out / "measured" / f"ddp{suffix}"] = ddp_md(results["ddp"], language)
     readme = out / "README.md"
     before, rest = (readme if readme.exists() else ROOT / "README.md").read_text().split(README_START, 1)
-    after = rest.split(README_END, 1)[1]
-    readme.write_text(f"{before}{README_START}\n{readme_md(results)}{README_END}{after}")
+    files[readme] = f"{before}{README_START}\n{readme_md(results)}{README_END}{rest.split(README_END, 1)[1]}"
+    page_runner.write_files(files)
 
 
 def main(argv=None):
@@ -339,13 +329,12 @@ def main(argv=None):
     command = f"make bench ARGS={quoted}" if options else "make bench"
     os.chdir(ROOT)  # the snippets extension reads its files relative to the working directory
     results_file = args.out / "measured" / "bench.json"
-    results_file.parent.mkdir(parents=True, exist_ok=True)
     source = results_file if results_file.exists() else ROOT / "measured" / "bench.json"
     results = json.loads(source.read_text())  # the sections not measured now keep their figures
     logging.getLogger("mkdocs").addHandler(logging.NullHandler())  # in-process builds: keep the output readable
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    status, commit, _ = page_runner.run(["git", "rev-parse", "--short", "HEAD"], 60, cwd=ROOT)
     about = {"command": command, "date": datetime.date.today().isoformat(), "machine": machine(),
-             **({"commit": commit.stdout.strip()} if commit.returncode == 0 else {})}  # what the counts counted
+             **({"commit": commit.strip()} if status == 0 else {})}  # what the counts counted
     with tempfile.TemporaryDirectory(prefix="bench-") as work:
         work = Path(work)
         measure = {"builds": lambda: measure_builds(work, repeats), "pages": lambda: measure_pages(work),
@@ -355,7 +344,6 @@ def main(argv=None):
             print(f"bench: {section} ...", file=sys.stderr, flush=True)
             results[section] = {**measure[section](), **about}
             print(json.dumps(results[section], indent=1), flush=True)
-    results_file.write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n")
     render(results, args.out)
     print(f"wrote {results_file} and the figures it renders", file=sys.stderr)
 

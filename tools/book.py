@@ -1,11 +1,6 @@
-"""The book's cells on the pages, and where the pages differ from the book.
-
-Each code cell of the book's notebooks (pinned in tests/upstream/) is one block of its pages, with the
-book's text; or snippets/book_differences.toml declares the difference. The build labels each block with
-the book's cell it shows (compare() finds them, so a label cannot drift), shows each declaration as a
-"Differs from the book" note under the block of its section, on the first page of the book's notebook
-that shows it, and lists them all on the summary page; tests/test_book.py holds the pages to it.
-"""
+"""The book's cells on the pages, and where the pages differ from the book. Each code cell of the book's notebooks
+(pinned in book/) is one block of its pages, with the book's text, or snippets/book_differences.toml declares the
+difference: a "Differs from the book" note under its section's block, on the first page that shows it."""
 
 import ast
 import json
@@ -14,19 +9,17 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10: the backport, pinned for it in requirements-site.in
-    import tomli as tomllib
+from tools import BOOK, pages, tomllib
+from tools.sections import SNIPPETS
 
-from tools import pages
-from tools.sections import ROOT, SNIPPETS
-
-UPSTREAM = ROOT / "tests" / "upstream"
 DECLARED = SNIPPETS / "book_differences.toml"
 ISSUES = "https://github.com/rasbt/LLMs-from-scratch/issues/"
 ISSUE = re.compile(r"rasbt/LLMs-from-scratch#(\d+)")
 TABLE_MARK = "<!-- book differences -->"  # where a page lists them all
+
+
+def linked(markdown: str) -> str:  # rasbt/LLMs-from-scratch#N as a link to the issue
+    return ISSUE.sub(lambda m: f"[{m[0]}]({ISSUES}{m[1]})", markdown)
 
 
 @dataclass(frozen=True, eq=False)  # each declaration is one note: compared by identity
@@ -39,11 +32,9 @@ class Difference:
     page: str  # where the note stands: the first page of the notebook that shows a section
 
     def reason(self, language: str) -> str:
-        """The reason in Markdown, with the repository's issue numbers as links."""
-        return ISSUE.sub(lambda m: f"[{m[0]}]({ISSUES}{m[1]})", self.reasons[language])
+        return linked(self.reasons[language])
 
-    def book_place(self, language: str) -> str:
-        """Where in the book, for the summary's table."""
+    def book_place(self, language: str) -> str:  # for the summary's table
         if self.fix is not None:
             link = f"[#{self.fix}]({ISSUES}{self.fix})"
             return f"印刷版与仓库（{link}）" if language == "zh" else f"printed book and repository ({link})"
@@ -55,7 +46,7 @@ class Difference:
 
 @cache
 def differences(path: Path = DECLARED) -> tuple[Difference, ...]:
-    """Every declaration, checked: ValueError naming the entry if one is malformed."""
+    """Every declaration; ValueError naming the entry if one is malformed."""
     found = []
     for number, entry in enumerate(tomllib.loads(path.read_text())["difference"], start=1):
         where = f"{path.name}, difference {number}"
@@ -77,15 +68,11 @@ def differences(path: Path = DECLARED) -> tuple[Difference, ...]:
 def notes_on(page: str) -> dict[str, list[Difference]]:
     """{"module:section": the differences whose note stands under that section's block on `page`}."""
     notes = {}
-    for difference in differences():
-        if difference.page == page:
-            for key in difference.sections:
-                notes.setdefault(key, []).append(difference)
+    for difference in (d for d in differences() if d.page == page):
+        for key in difference.sections:
+            notes.setdefault(key, []).append(difference)
     return notes
 
-
-# ---------------------------------------------------------------------------------------------
-# The book's cells, and the blocks of the pages that show them
 
 @dataclass(frozen=True)
 class BookCell:
@@ -95,14 +82,12 @@ class BookCell:
 
     @property
     def shown(self) -> str:
-        """The cell as a page shows it: no trailing spaces, and a bare last expression whose value the
-        notebook displays printed (a script would print nothing)."""
+        """As a page shows it: no trailing spaces, a bare last expression printed (a script prints nothing)."""
         lines = [line.rstrip() for line in self.source.splitlines()]
         try:
-            body = ast.parse(self.source).body
-        except SyntaxError:  # not Python: an IPython magic such as %timeit
-            body = []
-        last = body[-1] if body else None
+            last = ast.parse(self.source).body[-1]
+        except (SyntaxError, IndexError):  # not Python (an IPython magic such as %timeit), or no code
+            last = None
         if isinstance(last, ast.Expr) and any(output["output_type"] == "execute_result" for output in self.outputs):
             end, start = last.end_lineno - 1, last.lineno - 1
             lines[end] = f"{lines[end][:last.end_col_offset]}){lines[end][last.end_col_offset:]}"
@@ -110,17 +95,14 @@ class BookCell:
         return "\n".join(lines).strip("\n")
 
 
-def book_cells(name: str, folder: Path = UPSTREAM) -> list[BookCell]:
-    cells = json.loads((folder / f"{name}.ipynb").read_text())["cells"]
-    code = [cell for cell in cells if cell["cell_type"] == "code"]
+def book_cells(name: str, folder: Path = BOOK) -> list[BookCell]:
+    code = [cell for cell in json.loads((folder / f"{name}.ipynb").read_text())["cells"] if cell["cell_type"] == "code"]
     return [BookCell(number, "".join(cell["source"]), tuple(cell.get("outputs", ())))
             for number, cell in enumerate(code, start=1)]
 
 
 @dataclass
-class Comparison:
-    """One notebook of the book against the blocks of its pages."""
-
+class Comparison:  # one notebook of the book against the blocks of its pages
     cells: list[BookCell]
     identical: list[int]  # the cells that a block shows with the book's text
     shown_at: dict[int, tuple[str, int]]  # cell -> (page, index of the block on it), declared ones too
@@ -157,32 +139,28 @@ def compare(name: str, cells: list[BookCell], declared: tuple[Difference, ...]) 
 
 
 @cache
-def comparisons(folder: Path = UPSTREAM, declared: tuple[Difference, ...] | None = None) -> dict[str, Comparison]:
+def comparisons(folder: Path = BOOK, declared: tuple[Difference, ...] | None = None) -> dict[str, Comparison]:
     declared = differences() if declared is None else declared
     return {name: compare(name, book_cells(name, folder), declared) for name in pages.NOTEBOOKS}
 
 
 @dataclass(frozen=True)
-class Label:
-    """A block that shows cells of the book's notebook."""
-
+class Label:  # of a block that shows cells of the book's notebook
     notebook: str
     cells: tuple[int, ...]
     changed: bool  # a declared difference: its note stands under the block
 
     def text(self, words: dict[str, str]) -> str:
-        numbers = [str(n) for n in self.cells]
-        if len(self.cells) > 1 and self.cells == tuple(range(self.cells[0], self.cells[-1] + 1)):
-            numbers = [f"{self.cells[0]}–{self.cells[-1]}"]
-        title = words["book_cells" if len(self.cells) > 1 else "book_cell"]
-        changed = words["changed"] if self.changed else ""
-        return title.format(notebook=self.notebook, cells=", ".join(numbers)) + changed
+        first, last, many = self.cells[0], self.cells[-1], len(self.cells) > 1
+        numbers = f"{first}–{last}" if self.cells == tuple(range(first, last + 1)) and many else ", ".join(
+            map(str, self.cells))
+        title = words["book_cells" if many else "book_cell"].format(notebook=self.notebook, cells=numbers)
+        return title + (words["changed"] if self.changed else "")
 
 
 def labels(page: str) -> dict[int, Label]:
     """{index of a block on `page`: the book's cells it shows}; blocks not in it are ours."""
-    name = pages.notebook_of(page)
-    if name is None:
+    if (name := pages.notebook_of(page)) is None:
         return {}
     comparison, declared = comparisons()[name], {n for d in differences() if d.notebook == name for n in d.cells}
     cells = {}

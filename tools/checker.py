@@ -3,33 +3,24 @@
     python -m tools.checker                      # write check-appendix-a.py here
     python -m tools.checker versions [PYTHON...]  # make checker-versions
 
-The reader's program is tools/checker_template.py; the build (tools/hooks/pages.py) serves it
-with what it needs embedded, taken from the repository when the site is built: every chapter
-page's download (tools/pages.py), what each of its cells printed when recorded, the declared
-machine-dependent lines, and, as their source, the recorder's own page runner (which runs a download
-cell by cell) and compare_text (which compares by shape). So the checker runs the pages exactly
-as the recorder does and judges them exactly as the tests do, and needs nothing but torch: a block
-that imports a package the reader's Python lacks (each cell carries what it imports) is not run.
-
-`versions` runs the checker with each given Python (each with its own torch) and writes what it
-found, page by page, to measured/checker.json, with the version of each page it checked. The build
-renders it on the setup pages (VERSIONS_MARK): the torch versions the check has passed with here,
-never typed by hand, and a page changed since is shown as checked against an earlier version of it.
+The reader's program is tools/checker_template.py, served by the build (tools/hooks/render_pages.py) with the
+site embedded: every chapter page's download, what each block printed when recorded, the declared
+machine-dependent lines, and tools/page_runner.py, whole. So it runs and judges the pages exactly as the recorder
+and the tests do, and needs nothing but torch. `versions` runs it with each given Python and adds what it found,
+with the version of each page it checked, to measured/checker.json, which the setup pages render (VERSIONS_MARK).
 """
 
 import datetime
 import hashlib
-import inspect
 import json
 import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from tools import pages, store
+from tools import ROOT, pages, store
 from tools.editions import EDITIONS, ENGLISH
-from tools.sections import ROOT
+from tools.page_runner import run, write_files
 
 NAME = "check-appendix-a.py"
 TEMPLATE = ROOT / "tools" / "checker_template.py"
@@ -48,25 +39,25 @@ def site_data() -> dict:
             "varying": {key: {"reason": spec["reason"], "lines": spec["lines"]}
                         for key, spec in store.varying_patterns().items() if not key.startswith("scripts:")}}
     for page in pages.chapter_pages():
-        cells = pages.program(page)
-        title = pages.title(page)
-        outputs = [store.output_path(cell.key, ".txt") for cell in cells]
-        site["pages"][page] = {
+        cells, title = pages.program(page), pages.title(page)
+        entry = site["pages"][page] = {
             "id": title.split(" ")[0], "title": title, "script": pages.download_name(page),
             "code": pages.download_text(page, cells),
             "cells": [{"key": cell.key, "fingerprint": fingerprint, "needs": pages.imports(cell.code),
-                       "output": path.read_text() if path.exists() else ""}
-                      for cell, fingerprint, path in zip(cells, pages.fingerprints(cells), outputs)]}
-    site["version"] = hashlib.sha256(json.dumps(site, sort_keys=True).encode()).hexdigest()[:12]
+                       "output": path.read_text() if (path := store.output_path(cell.key, ".txt")).exists() else ""}
+                      for cell, fingerprint in zip(cells, pages.fingerprints(cells))]}
+        # a page's version: all the checker compares it with
+        entry["version"] = digest([entry, [site["varying"].get(cell["key"]) for cell in entry["cells"]]])
+    site["version"] = digest(site)
     return site
 
 
+def digest(data) -> str:
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:12]
+
+
 def page_versions(site: dict | None = None) -> dict[str, str]:
-    """{page: a hash of all the checker compares it with}: its code, outputs and declared lines."""
-    site = site_data() if site is None else site
-    return {page: hashlib.sha256(json.dumps(
-        [entry, [site["varying"].get(cell["key"]) for cell in entry["cells"]]], sort_keys=True).encode()
-    ).hexdigest()[:12] for page, entry in site["pages"].items()}
+    return {page: entry["version"] for page, entry in (site or site_data())["pages"].items()}
 
 
 def generate(site: dict | None = None) -> str:
@@ -75,18 +66,15 @@ def generate(site: dict | None = None) -> str:
         return repr(text) if "'''" in text or text.endswith("\\") else f"r'''{text}'''"
 
     before, rest = TEMPLATE.read_text().split(START)
-    shared = "\n\n".join(inspect.getsource(function) for function in (store.compare_text, store._same_shape))
     site_json = json.dumps(site_data() if site is None else site, indent=1, ensure_ascii=False)
     return (f"{before}{START}# The pages, their code and what the site shows under each block:\n"
             f"SITE = json.loads({literal(site_json)})\n"
-            f"# The page runner (the site's own): runs a download cell by cell, stdout per cell\n"
-            f"RUNNER = {literal(PAGE_RUNNER.read_text())}\n\n\n"
-            f"# The site's comparison, by shape where the machine decides\n{shared}{END}"
-            + rest.split(END)[1])
+            f"# The site's page runner, whole: runs a page, compares its output\n"
+            f"RUNNER = {literal(PAGE_RUNNER.read_text())}\n{END}" + rest.split(END)[1])
 
 
 def embedded(text: str) -> dict:
-    """What a generated checker carries, by name (SITE, RUNNER, compare_text...): what the tests check."""
+    """What a generated checker carries, by name (SITE, RUNNER): what the tests check."""
     namespace = {}
     exec(text.split(START)[1].split(END)[0], {"json": json}, namespace)
     return namespace
@@ -102,33 +90,24 @@ def versions_md(results: dict, language: str = "en", current: dict | None = None
     current = page_versions() if current is None else current
     versions = sorted(results, key=lambda version: tuple(
         int(part) for part in version.split("+")[0].split(".") if part.isdigit()))
-    ids = {page: entry["id"] for version in versions for page, entry in results[version]["pages"].items()}
+    checked = {page: [results[v]["pages"].get(page, {"status": "failed", "error": "not run"}) for v in versions]
+               for version in versions for page in results[version]["pages"]}
+    earlier = any(entry.get("version") != current.get(page) for page, entries in checked.items() for entry in entries)
+
+    def cell(page: str, entry: dict) -> str:
+        status = "failed" if entry["status"] in ("raised", "timeout") else entry["status"]
+        text = words[f"checker_{status}"].format(**{"key": "", "error": "", **entry}).replace("|", "\\|")
+        return text if entry.get("version") == current.get(page) else words["checker_earlier"].format(result=text)
+
     rows = [f"| {words['checker_page']} | " + " | ".join(f"torch {v}" for v in versions) + " |",
-            "| --- |" + " --- |" * len(versions)]
-    earlier = False
-    for page, name in ids.items():
-        cells = []
-        for version in versions:
-            entry = results[version]["pages"].get(page, {"status": "failed", "error": "not run"})
-            status = "failed" if entry["status"] in ("raised", "timeout") else entry["status"]
-            cell = words[f"checker_{status}"].format(**{"key": "", "error": "", **entry}).replace("|", "\\|")
-            if entry.get("version") != current.get(page):
-                earlier, cell = True, words["checker_earlier"].format(result=cell)
-            cells.append(cell)
-        rows.append(f"| [{pages.title(page, EDITIONS[language].docs).split(' ')[0]}]({page}) | "
-                    + " | ".join(cells) + " |")
-    passed = [v for v in versions if all(p["status"] in ("same", "machine") for p in results[v]["pages"].values())]
-    if earlier:
-        lead = words["checker_changed"] + "\n\n"
-    elif passed == versions:
-        lead = words["checker_all"].format(versions=words["bench_and"].join(passed)) + "\n\n"
-    else:
-        lead = ""
-    labels = []
-    for version in versions:
-        machine = results[version]["machine"]
-        about = words["checked_on"].format(**{**machine, "gpu": machine["gpu"] or words["no_gpu"]})
-        labels.append(words["checked_by"].format(**{**results[version], "machine": about}))
+            "| --- |" + " --- |" * len(versions),
+            *(f"| [{pages.title(page, EDITIONS[language].docs).split(' ')[0]}]({page}) | "
+              + " | ".join(cell(page, entry) for entry in entries) + " |" for page, entries in checked.items())]
+    passed = all(p["status"] in ("same", "machine") for v in versions for p in results[v]["pages"].values())
+    lead = (words["checker_changed"] + "\n\n" if earlier else
+            words["checker_all"].format(versions=words["bench_and"].join(versions)) + "\n\n" if passed else "")
+    labels = [words["checked_by"].format(**{**results[v], "machine": words["checked_on"].format(
+        **{**results[v]["machine"], "gpu": results[v]["machine"]["gpu"] or words["no_gpu"]})}) for v in versions]
     return lead + "\n".join(rows) + "\n\n" + "\n\n".join(labels) + "\n"
 
 
@@ -137,12 +116,10 @@ def run_checker(python: str, jobs: int, site: dict) -> dict:
     with tempfile.TemporaryDirectory(prefix="checker-versions-") as folder:
         (Path(folder) / NAME).write_text(generate(site))
         command = [python, "-I", NAME, "--report", "report.md", "--jobs", str(jobs)]
-        result = subprocess.run(command, cwd=folder, capture_output=True, text=True, timeout=3600)
-        report = Path(folder) / "report.md"
-        if not report.exists():
-            sys.exit(f"checker-versions: {python} {NAME} wrote no report (exit status {result.returncode}):\n"
-                     f"{result.stderr}")
-        print(result.stdout, file=sys.stderr)
+        status, stdout, stderr = run(command, 3600, cwd=folder)
+        if not (report := Path(folder) / "report.md").exists():
+            sys.exit(f"checker-versions: {python} {NAME} wrote no report (exit status {status}):\n{stderr}")
+        print(stdout, file=sys.stderr)
         return store.read_report(report)
 
 
@@ -150,12 +127,10 @@ def record_versions(pythons: list[str], jobs: int = 2) -> dict:
     """Run the checker with each Python; add what it found, and which version of each page, to
     measured/checker.json."""
     results = json.loads(VERSIONS.read_text()) if VERSIONS.exists() else {}
-    site = site_data()
-    versions = page_versions(site)
+    versions = page_versions(site := site_data())
     for python in pythons:
         data = run_checker(python, jobs, site)
-        machine, environment = data["machine"], data["environment"]
-        torch = machine["torch"].split()[0]
+        machine, environment, torch = data["machine"], data["environment"], data["machine"]["torch"].split()[0]
         results[torch] = {
             "command": "make checker-versions", "date": data["date"], "torch": torch,
             "python": machine["Python"].split()[0],
@@ -166,7 +141,7 @@ def record_versions(pythons: list[str], jobs: int = 2) -> dict:
                              **{k: v[k] for k in ("key", "error") if k in v}, "seconds": v.get("seconds"),
                              "version": versions[page]}
                       for page, v in data["pages"].items()}}
-    VERSIONS.write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n")
+    write_files({VERSIONS: json.dumps(results, indent=1, ensure_ascii=False) + "\n"})
     return results
 
 
@@ -183,7 +158,7 @@ def main(argv: list[str]) -> int:
     if argv:
         print(__doc__.split("\n\n")[1], file=sys.stderr)
         return 2
-    Path(NAME).write_text(generate())
+    write_files({NAME: generate()})
     print(f"wrote {NAME}", file=sys.stderr)
     return 0
 

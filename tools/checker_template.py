@@ -6,58 +6,42 @@ of "Appendix A: Introduction to PyTorch" against the outputs the site shows.
     python check-appendix-a.py --page A.7       # one page (or several)
     python check-appendix-a.py --report r.md    # also write a report to share
 
-It needs torch. Each page's code, the page's download, runs alone in a fresh
-Python in an empty temporary folder, on the CPU, and what each of its blocks
-prints is compared with the site. A block that imports a package this Python
-lacks is not run: the check names the package, and checks the other blocks.
-Lines that depend on the machine (the torch version, a timing, an unseeded
-draw) are compared by their shape and named. On a CUDA or Apple silicon GPU,
-the pages with device code (A.9.1, A.9.2, Exercise A.4) then run again on the
-GPU, and what they print there is shown, labelled with the device. It exits
-with status 0 when nothing differs unexpectedly, and leaves no file or process
-behind.
+It needs torch. Each page's download runs alone in a fresh Python, in an
+empty temporary folder, on the CPU; what each block prints is compared with
+the site. A block that imports a package this Python lacks is not run, but
+named. Lines that depend on the machine (the torch version, a timing, an
+unseeded draw) are compared by their shape. On a CUDA or Apple silicon GPU,
+the pages with device code (A.9.1, A.9.2, Exercise A.4) run again there, and
+what they print is shown. It exits with 0 when nothing differs unexpectedly,
+and leaves no file or process behind.
 """
 
 import argparse
-import concurrent.futures
-import datetime
-import difflib  # noqa: F401 (the embedded compare_text uses it)
+import contextlib
 import importlib
 import json
 import os
 import platform
 import re
 import signal
-import subprocess
 import sys
-import tempfile
-import threading
 import time
+import types
 
 NAME = "check-appendix-a.py"
 
 # ---- embedded when the site is built ----
 SITE = {}  # the pages, their code and what the site shows under each block
-RUNNER = ""  # the page runner: runs a download, stdout per cell
-
-
-def compare_text(recorded, fresh, patterns, label):  # the site's comparison
-    raise NotImplementedError("tools/checker.py embeds the real one")
+RUNNER = ""  # the site's page runner, whole: runs a page, compares its output
 # ---- end of what is embedded ----
-
+runner = types.ModuleType("page_runner")
+exec(compile(RUNNER, "page_runner.py", "exec"), runner.__dict__)
 
 DIFF_LINES = 16  # of the first difference on the screen (the report: all)
 GPU_NOTE = ("expected on a GPU: its kernels sum in another order, so seeded "
             "numbers may differ in the last digits")
-# In a CPU run on Apple silicon: the pages then pick the CPU, as on the site.
-HIDE_MPS = "import torch\ntorch.backends.mps.is_available = lambda: False\n"
-# Each page run is a process group of its own, ended whole at its timeout, and
-# all of them on Ctrl-C, SIGTERM or a closed terminal (see interrupted).
-OWN_GROUP = ({"start_new_session": True} if os.name == "posix" else
-             {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP})
 STOP_SIGNALS = [signal.SIGINT, signal.SIGTERM] + (
     [signal.SIGHUP] if hasattr(signal, "SIGHUP") else [])  # not on Windows
-running, lock, stopping = set(), threading.Lock(), threading.Event()
 
 
 class Stop(Exception):
@@ -86,137 +70,67 @@ def page_name(text):
         f"there is no page {text!r} to check; choose one of {page_ids()}")
 
 
-def missing_packages():
-    """The packages of the pages that a page's run (python -I) cannot import."""
+def not_runnable(names):
+    """{page: {block's index: the packages it imports that a page's run
+    (python -I) cannot import}}: those blocks are not run."""
     probe = ("import importlib.util, sys\nprint(*(p for p in sys.argv[1:]"
              " if not importlib.util.find_spec(p)))")
-    found = subprocess.run(
-        [sys.executable, "-I", "-c", probe, *SITE["packages"]],
-        capture_output=True, text=True, check=True)
-    return found.stdout.split()
+    missing = runner.run([sys.executable, "-I", "-c", probe,
+                          *SITE["packages"]], 60)[1].split()
+    return {name: {index: needs for index, cell
+                   in enumerate(SITE["pages"][name]["cells"])
+                   if (needs := [p for p in cell["needs"] if p in missing])}
+            for name in names}
 
 
-def not_runnable(name, missing):
-    """{block's index: the missing packages it imports} for a page."""
-    cells = SITE["pages"][name]["cells"]
-    return {index: needs for index, cell in enumerate(cells)
-            if (needs := [p for p in cell["needs"] if p in missing])}
-
-
-def run_page(name, timeout, on_device, hide_mps=False, skip=None):
-    """Run a page's download alone, all but the blocks in `skip` (not_runnable);
-    {"status": "ran", "outputs": [...], "environment": {...}} or
-    {"status": "raised"/"timeout", "error": ...}."""
+def run_page(name, timeout, on_device, skip, hide_mps=False):
+    """Run a page's download alone, but the blocks in `skip`; its outputs,
+    or why it failed. On the CPU, the GPUs are hidden (hide_mps: Apple's)."""
     page, start = SITE["pages"][name], time.perf_counter()
     parts = page["code"].split("\n# %%\n")  # the docstring, then a part a block
-    for index, needs in (skip or {}).items():
+    for index, needs in skip.items():
         parts[index + 1] = f"# not run here: it needs {', '.join(needs)}\n"
-    with tempfile.TemporaryDirectory(prefix="check-appendix-a-") as folder:
-        script = os.path.join(folder, page["script"])
-        result = os.path.join(folder, "result.json")
-        with open(script, "w", encoding="utf-8") as file:
-            file.write("\n# %%\n".join(parts))
-        # torch's caches go to the folder too
-        env = {**os.environ, "TMPDIR": folder, "TEMP": folder, "TMP": folder}
-        if not on_device:  # the CPU
-            env["CUDA_VISIBLE_DEVICES"] = env["HIP_VISIBLE_DEVICES"] = ""
-        code = HIDE_MPS + RUNNER if hide_mps else RUNNER
-        with lock:  # no new run once the checker is stopping
-            if stopping.is_set():
-                raise Stop
-            child = subprocess.Popen(
-                [sys.executable, "-I", "-c", code, script, result, "{}"],
-                cwd=folder, env=env, stdout=subprocess.DEVNULL,
-                stderr=subprocess.PIPE, text=True, errors="replace",
-                **OWN_GROUP)
-            running.add(child)
-        try:
-            _, stderr = child.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            return {"status": "timeout", "seconds": timeout,
-                    "error": f"still running after {timeout:g} s, so it was "
-                             "stopped (a slow machine: raise --timeout)"}
-        finally:  # what the page started, if it still runs, goes too
-            end_group(child)
-            child.wait()
-            with lock:
-                running.discard(child)
-        seconds = round(time.perf_counter() - start, 2)
-        if child.returncode != 0 or not os.path.exists(result):
-            return {"status": "raised", "seconds": seconds,
-                    "error": failure(child.returncode, stderr),
-                    "stderr": stderr.strip()}
-        with open(result, encoding="utf-8") as file:
-            return {"status": "ran", "seconds": seconds, **json.load(file)}
-
-
-def end_group(child):
+    hide = () if on_device else ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES")
     try:
-        if os.name == "posix":
-            os.killpg(child.pid, signal.SIGKILL)
-        else:
-            child.kill()
-    except OSError:  # it has ended already
-        pass
+        run = runner.run_page("\n# %%\n".join(parts), page["script"], timeout,
+                              {**os.environ, **dict.fromkeys(hide, "")},
+                              hide_mps=hide_mps, runner=RUNNER)
+    except runner.TimedOut as stopped:
+        return {"status": "timeout", "seconds": timeout,
+                "error": f"{stopped} (a slow machine: raise --timeout)"}
+    except runner.Failed as failed:
+        return {"status": "raised", "error": str(failed),
+                "stderr": failed.stderr,
+                "seconds": round(time.perf_counter() - start, 2)}
+    return {"status": "ran", "seconds": round(time.perf_counter() - start, 2),
+            "outputs": run["outputs"], "environment": run["environment"]}
 
 
 def interrupted(signum, frame):
     """Ctrl-C, SIGTERM, a closed terminal: end every page run, then Stop."""
     for each in STOP_SIGNALS:  # one stop is enough
         signal.signal(each, signal.SIG_IGN)
-    with lock:
-        stopping.set()
-        for child in running:
-            end_group(child)
+    runner.end_all()
     raise Stop(signum)
 
 
-def run_all(names, work, jobs):
-    """{name: work(name)} for the pages, `jobs` at a time; waiting in short
-    steps, so that a signal is handled at once (on Windows too)."""
-    pool = concurrent.futures.ThreadPoolExecutor(jobs)
-    futures = {name: pool.submit(work, name) for name in names}
-    try:
-        while concurrent.futures.wait(futures.values(), 0.2).not_done:
-            pass
-        return {name: future.result() for name, future in futures.items()}
-    finally:  # after a stop: the runs not started never start
-        pool.shutdown(cancel_futures=True)
-
-
-def failure(status, stderr):
-    """One sentence for a page run that ended badly."""
-    lines = [line for line in stderr.strip().splitlines() if line.strip()]
-    where = re.search(r"cell (\d+) raised", stderr)
-    if where and lines:
-        return f"block {where[1]} of its code raised {lines[-1].strip()}"
-    if status < 0:
-        return f"its Python was ended by signal {-status}"
-    last = lines[-1].strip() if lines else "nothing on standard error"
-    return f"its Python exited with status {status}: {last}"
-
-
-def compare_page(name, run, skip=None):
-    """The run against the site: "same", "machine" (only lines that depend on
-    the machine differ, listed) or "different" (with the first diff); the
-    blocks not run (skip) are named, with the packages they need."""
-    page, skip = SITE["pages"][name], skip or {}
+def compare_page(name, run, skip):
+    """The run against the site: "same", "machine" (only machine-dependent
+    lines differ: listed) or "different" (the first diff); skip: not run."""
+    cells = SITE["pages"][name]["cells"]
     verdict = {"status": "same", "lines": [], "skipped": {
-        page["cells"][index]["key"]: needs for index, needs in skip.items()}}
-    for index, (cell, fresh) in enumerate(zip(page["cells"], run["outputs"])):
+        cells[index]["key"]: needs for index, needs in skip.items()}}
+    for index, (cell, fresh) in enumerate(zip(cells, run["outputs"])):
         recorded, key = cell["output"], cell["key"]
         if fresh == recorded or index in skip:
             continue
-        spec = SITE["varying"].get(key, {})
-        diff = compare_text(recorded, fresh, spec.get("lines", []), key)
-        if diff:
-            return {**verdict, "status": "different", "key": key,
-                    "diff": diff}
+        if diff := runner.compare_text(recorded, fresh, key, SITE["varying"]):
+            return {**verdict, "status": "different", "key": key, "diff": diff}
         pairs = zip(recorded.splitlines(), fresh.splitlines())
         verdict["status"] = "machine"
         verdict["lines"] += [
             {"key": key, "line": number, "site": site, "here": here,
-             "why": spec.get("reason", "")}
+             "why": SITE["varying"][key]["reason"]}
             for number, (site, here) in enumerate(pairs, 1) if site != here]
     return verdict
 
@@ -225,74 +139,66 @@ def compare_page(name, run, skip=None):
 
 def describe_machine(torch):
     """What this machine has, as label -> text, and the GPU the pages use."""
-    cuda = torch.cuda.is_available()
-    mps = torch.backends.mps.is_available()
-    build = (f"CUDA {torch.version.cuda} build" if torch.version.cuda else
-             f"ROCm {torch.version.hip} build" if torch.version.hip else
-             "CPU-only build")
+    cuda, mps = torch.cuda.is_available(), torch.backends.mps.is_available()
+    gpus = [torch.cuda.get_device_name(i)
+            for i in range(torch.cuda.device_count() if cuda else 0)]
+    build = (f"CUDA {torch.version.cuda}" if torch.version.cuda else
+             f"ROCm {torch.version.hip}" if torch.version.hip else "CPU-only")
     machine = {
-        "torch": f"{torch.__version__} ({build})",
+        "torch": f"{torch.__version__} ({build} build)",
         "Python": f"{platform.python_version()} "
                   f"({platform.python_implementation()})",
         "OS": platform.platform(),
         "CPU": f"{platform.processor() or platform.machine()}, "
                f"{os.cpu_count()} cores",
-    }
-    if cuda:
-        count = torch.cuda.device_count()
-        names = [torch.cuda.get_device_name(i) for i in range(count)]
-        machine["CUDA"] = f"{count} GPU{'s' * (count > 1)}: {', '.join(names)}"
-    else:
-        machine["CUDA"] = ("not available: no NVIDIA GPU is visible"
-                           if torch.version.cuda else
-                           "not available: this torch has no CUDA")
-    machine["MPS"] = ("available (Apple silicon GPU)" if mps else
-                      "built in, but not available here"
-                      if torch.backends.mps.is_built() else "not available")
-    machine.update(describe_distributed(torch, cuda))
+        "CUDA": f"{counted(len(gpus), 'GPU')}: {', '.join(gpus)}" if cuda else
+                "not available: no NVIDIA GPU is visible" if torch.version.cuda
+                else "not available: this torch has no CUDA",
+        "MPS": "available (Apple silicon GPU)" if mps else
+               "built in, but not available here"
+               if torch.backends.mps.is_built() else "not available",
+        **describe_distributed(torch, gpus)}
     for package in [p for p in SITE["packages"] if p != "torch"]:  # above
         try:
             machine[package] = importlib.import_module(package).__version__
         except ImportError:
             machine[package] = "not installed"
-    device = "cuda" if cuda else "mps" if mps else "cpu"
-    gpu = (names[0] if cuda else "Apple silicon GPU" if mps else None)
-    return machine, device, gpu
+    gpu = gpus[0] if cuda else "Apple silicon GPU" if mps else None
+    return machine, "cuda" if cuda else "mps" if mps else "cpu", gpu
 
 
-def describe_distributed(torch, cuda):
+def describe_distributed(torch, gpus):
     import torch.distributed as dist
 
     if not dist.is_available():
         return {"DDP": "torch.distributed is not in this build: the DDP "
                        "scripts cannot run here"}
     nccl, gloo = dist.is_nccl_available(), dist.is_gloo_available()
-    found = {"NCCL": "not in this build", "Gloo": "available" if gloo
-             else "not in this build"}
-    if nccl:
-        try:
+    found = {"NCCL": "available" if nccl else "not in this build",
+             "Gloo": "available" if gloo else "not in this build"}
+    with contextlib.suppress(Exception):  # a build without NCCL's version call
+        if nccl:
             version = ".".join(map(str, torch.cuda.nccl.version()))
-            found["NCCL"] = f"available ({version})"
-        except Exception:  # a build without NCCL's version call
-            found["NCCL"] = "available"
-    if nccl and cuda:
-        gpus = torch.cuda.device_count()
-        found["DDP"] = (f"the scripts use NCCL here, one process on each of "
-                        f"the {gpus} GPU{'s' * (gpus > 1)}")
-    elif gloo:
-        why = "no CUDA GPU is visible" if nccl else "this torch has no NCCL"
-        found["DDP"] = f"the scripts use Gloo on CPU processes here ({why})"
-    else:
-        found["DDP"] = "neither NCCL nor Gloo: the DDP scripts cannot run"
+            found["NCCL"] += f" ({version})"
+    why = "no CUDA GPU is visible" if nccl else "this torch has no NCCL"
+    found["DDP"] = (
+        "the scripts use NCCL here, one process on each of the "
+        f"{counted(len(gpus), 'GPU')}" if nccl and gpus else
+        f"the scripts use Gloo on CPU processes here ({why})" if gloo else
+        "neither NCCL nor Gloo: the DDP scripts cannot run")
     return found
 
 
 # ---- what it prints ----------------------------------------------------------
 
+def counted(number, noun):
+    return f"{number} {noun}{'s' * (number != 1)}"
+
+
 def result_text(verdict):
     """What a page's run shows, in a few words."""
     count = len(verdict.get("lines", []))
-    depend = f"{count} line{'s' * (count != 1)} that depend{'s' * (count == 1)}"
+    depend = f"{counted(count, 'line')} that depend{'s' * (count == 1)}"
     return {"same": "the same as the site",
             "machine": f"the same as the site, except {depend} on the machine",
             "different": f"differs from the site in {verdict.get('key')}",
@@ -300,75 +206,63 @@ def result_text(verdict):
 
 
 def recorded_with():
-    site = SITE["recorded"]
-    return (f"torch {site.get('torch')}, Python {site.get('python')}, "
-            f"{site.get('machine')}, {site.get('device')}")
+    return ("torch {torch}, Python {python}, {machine}, {device}"
+            .format_map(SITE["recorded"]))
 
 
-def page_lines(name, verdict, whole=False):
+def page_lines(name, verdict, whole=False, where=""):
     """A page's line and, under it, the first machine-dependent line of each
     block and the start of the first difference; whole (for the report):
     every such line, the whole diff and what a failed run wrote."""
     marks = {"same": "same", "machine": "machine", "different": "DIFFERENT"}
     status = verdict["status"]
     seconds = f" ({verdict['seconds']:.1f} s)" if status in marks else "."
-    out = [f"{marks.get(status, 'FAILED'):10} {SITE['pages'][name]['title']}: "
-           f"{result_text(verdict)}{seconds}"]
-    lines, width = verdict.get("lines", []), None if whole else 30
+    out = [f"{marks.get(status, 'FAILED'):10} {SITE['pages'][name]['title']}"
+           f"{where}: {result_text(verdict)}{seconds}"]
+    lines = verdict.get("lines", [])
     keys = [line["key"] for line in lines]
-    if not whole:  # the first line of each block, and how many more
-        lines = [lines[keys.index(key)] for key in dict.fromkeys(keys)]
-    for line in lines:
+    for at, line in enumerate(lines):
         more = 0 if whole else keys.count(line["key"]) - 1
-        others = f" (and {more} more)" if more else ""
-        out.append(f"    {line['key']} line {line['line']}{others}: "
-                   f"{short(line['here'], line['site'], width)} here, "
-                   f"{short(line['site'], line['here'], width)} on "
-                   f"the site: {line['why']}")
-    out += [f"    not run: {key} needs {' and '.join(needs)} "
+        if whole or keys.index(line["key"]) == at:  # screen: a block's first
+            here, site = line["here"], line["site"]
+            if not whole:
+                here, site = short(here, site), short(site, here)
+            out.append(f"{line['key']} line {line['line']}"
+                       + f" (and {more} more)" * bool(more) + f": {here!r} "
+                       f"here, {site!r} on the site: {line['why']}")
+    out += [f"not run: {key} needs {' and '.join(needs)} "
             f"(pip install {' '.join(needs)})"
             for key, needs in verdict.get("skipped", {}).items()]
     diff = verdict.get("diff", "").splitlines()
-    shown = len(diff) if whole else DIFF_LINES
-    out += [f"    {line}" for line in diff[:shown]]
-    if len(diff) > shown:
-        out.append(f"    ... {len(diff) - shown} more lines "
-                   "(--report FILE writes them all)")
-    if whole:
-        stderr = verdict.get("stderr", "").splitlines()
-        out += [f"    {line}" for line in stderr]
-    return out
+    if whole:  # and what a failed run wrote
+        diff += verdict.get("stderr", "").splitlines()
+    elif len(diff) > DIFF_LINES:
+        diff[DIFF_LINES:] = [f"... {len(diff) - DIFF_LINES} more lines "
+                             "(--report FILE writes them all)"]
+    return out[:1] + [f"    {line}" for line in out[1:] + diff]
 
 
 def device_lines(name, run, device, cpu_run=None):
     """A page's line on the GPU, then what its blocks printed there that
     differs from cpu_run; for the report (no cpu_run), all they printed."""
-    title, whole = SITE["pages"][name]["title"], cpu_run is None
     if run["status"] != "ran":
-        stderr = run.get("stderr", "") if whole else ""
-        return [f"FAILED     {title} on {device}: {run['error']}.",
-                *(f"    {line}" for line in stderr.splitlines())]
-    out = [f"on {device:6} {title}: {run['verdict']}"]
-    if whole:  # every block that printed something
-        on_cpu = [""] * len(run["cells"])
-    else:  # the blocks whose output the GPU changed
-        on_cpu = cpu_run.get("outputs") or [None] * len(run["cells"])
-    for cell, here in zip(run["cells"], on_cpu):
-        if cell["output"] != here:
+        return page_lines(name, run, cpu_run is None, f" on {device}")
+    out = [f"on {device:6} {SITE['pages'][name]['title']}: {run['verdict']}"]
+    on_cpu = cpu_run.get("outputs") if cpu_run else [""] * len(run["cells"])
+    for index, cell in enumerate(run["cells"]):  # the report: all that printed
+        if on_cpu is None or cell["output"] != on_cpu[index]:
             out.append(f"  {cell['key']} on {device}:")
             out += [f"    {line}" for line in cell["output"].splitlines()]
     return out
 
 
-def short(text, other, width):
+def short(text, other, width=30):
     """`text` in at most `width` characters, from near where it differs."""
-    if width is None:
-        return repr(text)
     text, other = text.strip(), other.strip()
     same = len(os.path.commonprefix([text, other]))
     start = max(0, min(same - 8, len(text) - width))
     text = ("..." if start else "") + text[start:]
-    return repr(text if len(text) <= width else text[:width - 3] + "...")
+    return text if len(text) <= width else text[:width - 3] + "..."
 
 
 def summary_line(verdicts):
@@ -378,17 +272,15 @@ def summary_line(verdicts):
     not_run = (f" Not run: the blocks that need {' and '.join(missing)} "
                f"(pip install {' '.join(missing)} to check them too)."
                if missing else "")
-    bad = [name for name, verdict in verdicts.items()
+    bad = [SITE["pages"][name]["id"] for name, verdict in verdicts.items()
            if verdict["status"] not in ("same", "machine")]
-    if not bad:
-        machine = sum(v["status"] == "machine" for v in verdicts.values())
-        pages = "the page prints" if total == 1 else f"all {total} pages print"
-        but = (f" ({machine} with lines that depend on the machine)"
-               if machine else "")
-        return f"All the same: {pages} what the site shows{but}.{not_run}"
-    names = ", ".join(SITE["pages"][name]["id"] for name in bad)
-    return (f"{len(bad)} of {total} page{'s' * (total > 1)} did not print "
-            f"what the site shows: {names}.{not_run}")
+    if bad:
+        return (f"{len(bad)} of {counted(total, 'page')} did not print what "
+                f"the site shows: {', '.join(bad)}.{not_run}")
+    machine = sum(v["status"] == "machine" for v in verdicts.values())
+    pages = "the page prints" if total == 1 else f"all {total} pages print"
+    but = f" ({machine} with lines that depend on the machine)" * bool(machine)
+    return f"All the same: {pages} what the site shows{but}.{not_run}"
 
 
 # ---- the report --------------------------------------------------------------
@@ -429,45 +321,28 @@ def report_text(data):
     return "\n".join(out)
 
 
-def write_report(path, text):
-    """Written beside its place, then renamed: never half a report."""
-    folder = os.path.dirname(os.path.abspath(path))
-    handle, temporary = tempfile.mkstemp(prefix=".check-appendix-a-",
-                                         dir=folder)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as file:
-            file.write(text)
-        os.replace(temporary, path)
-    except BaseException:
-        os.unlink(temporary)
-        raise
-
-
 # ---- the run -----------------------------------------------------------------
 
 def report_path(path):
     """--report: a file in a folder that can be written to."""
     folder = os.path.dirname(os.path.abspath(path))
     if os.path.isdir(path):
-        raise argparse.ArgumentTypeError(
-            f"{path} is a folder; give a file name, such as "
-            f"{os.path.join(path, 'report.md')}")
-    if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
-        raise argparse.ArgumentTypeError(
-            f"the folder {folder} does not exist or cannot be written to; "
-            "choose another path")
-    return path
+        problem = (f"{path} is a folder; give a file name, such as "
+                   f"{os.path.join(path, 'report.md')}")
+    elif not os.path.isdir(folder) or not os.access(folder, os.W_OK):
+        problem = (f"the folder {folder} does not exist or cannot be written "
+                   "to; choose another path")
+    else:
+        return path
+    raise argparse.ArgumentTypeError(problem)
 
 
 def above_zero(kind):
     """--timeout, --jobs: a number (kind: float or int) above 0."""
     def parse(text):
-        try:
-            number = kind(text)
-        except ValueError:
-            number = 0
-        if number > 0:
-            return number
+        with contextlib.suppress(ValueError):
+            if (number := kind(text)) > 0:
+                return number
         whole = "a whole number" if kind is int else "a number"
         raise argparse.ArgumentTypeError(f"{text!r} is not {whole} above 0")
     return parse
@@ -502,17 +377,15 @@ def main(argv=None):
         except ImportError:
             return say("this Python has no torch, and the pages need it: "
                        f"install it (pip install {' '.join(SITE['packages'])}"
-                       ", or see "
-                       "https://pytorch.org/get-started/locally/) and run "
-                       "this again.", 1)
+                       ", or see https://pytorch.org/get-started/locally/) "
+                       "and run this again.", 1)
         machine, device, gpu = describe_machine(torch)
-        print(f"{NAME}: does this machine print what the site shows?")
-        for label, text in machine.items():
-            print(f"  {label:7} {text}")
-        print(f"  The site: {recorded_with()}.\n", flush=True)
+        print(f"{NAME}: does this machine print what the site shows?",
+              *(f"  {label:7} {text}" for label, text in machine.items()),
+              f"  The site: {recorded_with()}.\n", sep="\n", flush=True)
         data = check(args, machine, device, gpu)
         if args.report:
-            write_report(args.report, report_text(data))
+            runner.write_files({args.report: report_text(data)})
             print(f"The report is in {args.report}.")
     except Stop as stop:
         print(f"\n{NAME}: interrupted; every page run has stopped and "
@@ -522,62 +395,51 @@ def main(argv=None):
 
 
 def check(args, machine, device, gpu):
-    names = [name for name in SITE["pages"]
-             if not args.page or name in args.page]
-    start, missing = time.perf_counter(), missing_packages()
-    skips = {name: not_runnable(name, missing) for name in names}
+    """The pages on the CPU, --jobs at a time, then on the GPU one at a time."""
+    names = [n for n in SITE["pages"] if not args.page or n in args.page]
+    start, skips = time.perf_counter(), not_runnable(names)
+    on_gpu = [name for name in names if name in SITE["device_pages"]]
 
-    def on_cpu(name):
+    def run_one(name, on_device=False):  # on the CPU, Apple's GPU is hidden
         page = SITE["pages"][name]
-        print(f"[{names.index(name) + 1}/{len(names)}] running {page['id']} "
+        print(f"running {page['id']} on {device} ..." if on_device else
+              f"[{names.index(name) + 1}/{len(names)}] running {page['id']} "
               f"({page['script']}) ...", file=sys.stderr, flush=True)
-        return run_page(name, args.timeout, False, device == "mps", skips[name])
+        return run_page(name, args.timeout, on_device, skips[name],
+                        device == "mps" and not on_device)
 
-    cpu_runs, verdicts = run_all(names, on_cpu, args.jobs), {}
+    cpu_runs, verdicts = runner.in_parallel(run_one, names, args.jobs), {}
     for name, run in cpu_runs.items():
         verdict = (compare_page(name, run, skips[name])
                    if run["status"] == "ran" else run)
         verdicts[name] = {**verdict, "seconds": run["seconds"]}
         print("\n".join(page_lines(name, verdicts[name])))
-    summary = summary_line(verdicts)
     data = {"format": 1, "checker": SITE["version"],
-            "date": datetime.date.today().isoformat(),
+            "date": time.strftime("%Y-%m-%d"),
             "command": " ".join(["python", NAME, *sys.argv[1:]]),
             "machine": machine, "recorded": SITE["recorded"],
             "environment": next((r["environment"] for r in cpu_runs.values()
                                  if r["status"] == "ran"), None),
-            "pages": verdicts, "device": None, "summary": summary}
-    on_gpu = [name for name in names if name in SITE["device_pages"]]
+            "pages": verdicts, "device": None,
+            "summary": summary_line(verdicts)}
     if device != "cpu" and on_gpu:
-        data["device"] = check_on_device(on_gpu, cpu_runs, args, device, gpu,
-                                         skips)
+        print(f"\nThe pages with device code, on {device} ({gpu}):", flush=True)
+        runs = runner.in_parallel(lambda name: run_one(name, True), on_gpu, 1)
+        for name, run in runs.items():
+            run["verdict"] = run.get("error")
+            if run["status"] == "ran":
+                verdict = compare_page(name, run, skips[name])
+                run["verdict"] = result_text(verdict) + f" ({GPU_NOTE})" * (
+                    verdict["status"] == "different")
+                run["cells"] = [
+                    {"key": cell["key"], "fingerprint": cell["fingerprint"],
+                     "output": text} for cell, text
+                    in zip(SITE["pages"][name]["cells"], run.pop("outputs"))]
+            print("\n".join(device_lines(name, run, device, cpu_runs[name])))
+        data["device"] = {"device": device, "gpu": gpu, "pages": runs}
     data["seconds"] = round(time.perf_counter() - start, 1)
-    print(f"\n{summary}")
+    print(f"\n{data['summary']}")
     return data
-
-
-def check_on_device(names, cpu_runs, args, device, gpu, skips):
-    """The pages with device code, again, on the GPU: one at a time."""
-    print(f"\nThe pages with device code, on {device} ({gpu}):", flush=True)
-
-    def on_gpu(name):
-        print(f"running {SITE['pages'][name]['id']} on {device} ...",
-              file=sys.stderr, flush=True)
-        return run_page(name, args.timeout, True, skip=skips[name])
-
-    runs = run_all(names, on_gpu, 1)
-    for name, run in runs.items():
-        run["verdict"] = run.get("error")
-        if run["status"] == "ran":
-            verdict = compare_page(name, run, skips[name])
-            note = f" ({GPU_NOTE})" if verdict["status"] == "different" else ""
-            run["verdict"] = result_text(verdict) + note
-            run["cells"] = [
-                {"key": cell["key"], "fingerprint": cell["fingerprint"],
-                 "output": text} for cell, text
-                in zip(SITE["pages"][name]["cells"], run.pop("outputs"))]
-        print("\n".join(device_lines(name, run, device, cpu_runs[name])))
-    return {"device": device, "gpu": gpu, "pages": runs}
 
 
 if __name__ == "__main__":

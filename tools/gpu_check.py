@@ -1,30 +1,22 @@
-"""`make gpu-check`: on a machine with CUDA GPUs, check and record what only a GPU can show:
-the pages' GPU outputs (snippets/outputs/gpu/) and DDP with NCCL (scripts/outputs/gpu/).
-
-    python -m tools.gpu_check
-
-DDP with NCCL: DDP-script.py trains on every visible GPU (at most 8), one process per GPU (NCCL
-refuses two processes on one GPU), and again with Gloo on the CPU with as many processes. The
-NCCL run must train to full accuracy and save the weights of the Gloo run within 1e-5. Its
-output goes to scripts/outputs/gpu/, with the GPU and the torch build in recorded-on.json.
-Without CUDA it says so in one sentence and exits with status 1.
-"""
+"""`make gpu-check`: on a machine with CUDA GPUs, record what only a GPU shows, all or nothing: the
+pages' GPU outputs (snippets/outputs/gpu/), and DDP-script.py with NCCL on every visible GPU (at most
+8), which must train fully and save a Gloo run's weights within 1e-5 (scripts/outputs/gpu/, with the
+GPU and the torch build in recorded-on.json). Without CUDA it says so in one sentence, status 1."""
 
 import datetime
 import json
 import os
 import platform
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 import torch
 
-from tools import record
-from tools.runner import ddp_environment as environment
-from tools.runner import in_rank_order, trained_fully
-from tools.sections import ROOT
+from tools import ROOT, record
+from tools.ddp_runs import ddp_environment as environment
+from tools.ddp_runs import in_rank_order, trained_fully
+from tools.page_runner import TIME_LIMIT, TimedOut, run, write_files
 from tools.store import SCRIPT_OUTPUTS
 
 GPU_RUNS = SCRIPT_OUTPUTS / "gpu"  # the DDP scripts on GPUs (the pages' GPU outputs: store.GPU_OUTPUTS)
@@ -33,14 +25,17 @@ GPU_RUNS = SCRIPT_OUTPUTS / "gpu"  # the DDP scripts on GPUs (the pages' GPU out
 def train(backend, world_size, save, env):
     """Run DDP-script.py; return its stdout, or exit with its stderr if it failed."""
     command = [sys.executable, "scripts/DDP-script.py", "--world-size", str(world_size), "--save", str(save)]
-    result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
-    if result.returncode != 0:
-        sys.exit(f"gpu-check: the {backend} run failed (exit status {result.returncode}):\n{result.stderr}")
-    return in_rank_order(result.stdout)
+    try:
+        status, stdout, stderr = run(command, TIME_LIMIT, cwd=ROOT, env=env)
+    except TimedOut as stopped:
+        sys.exit(f"gpu-check: the {backend} run was {stopped}")
+    if status != 0:
+        sys.exit(f"gpu-check: the {backend} run failed (exit status {status}):\n{stderr}")
+    return in_rank_order(stdout)
 
 
 def check_ddp_with_nccl():
-    """Train with NCCL and with Gloo; compare the weights; record the NCCL run's output."""
+    """Train with NCCL and with Gloo; compare the weights; (the NCCL run's output, its command)."""
     world_size = min(torch.cuda.device_count(), 8)  # the toy data feeds at most 8 ranks
     gpu_env = environment()
     gpu_env.pop("CUDA_VISIBLE_DEVICES")  # environment() hides the GPUs; keep the caller's choice
@@ -56,22 +51,8 @@ def check_ddp_with_nccl():
     for key, expected in gloo_weights.items():
         torch.testing.assert_close(nccl_weights[key], expected, atol=1e-5, rtol=1e-5,
                                    msg=lambda m: f"gpu-check: NCCL and Gloo weights differ in {key}: {m}")
-    (GPU_RUNS / "DDP-script-nccl.txt").write_text(nccl)
-    print(f"gpu-check: NCCL on {world_size} GPU(s) trained and matches Gloo within 1e-5; "
-          f"recorded {(GPU_RUNS / 'DDP-script-nccl.txt').relative_to(ROOT)}")
-    return {"DDP-script-nccl.txt": f"python scripts/DDP-script.py --world-size {world_size}"}
-
-
-def record_page_outputs():
-    """A.1's CUDA line, the A.9.1-A.9.2 device outputs and Exercise A.4's GPU timing, recorded by
-    running those pages on this machine (the pages then show them beside the CPU outputs)."""
-    written = record.write_gpu(record.record_gpu())
-    print("gpu-check: recorded the pages' GPU outputs into snippets/outputs/gpu/")
-    return {str(path.relative_to(ROOT)): "python -m tools.record --gpu" for path in written}
-
-
-# Each check returns {recorded file: the command that produced it}.
-CHECKS = [record_page_outputs, check_ddp_with_nccl]
+    print(f"gpu-check: NCCL on {world_size} GPU(s) trained and matches Gloo within 1e-5")
+    return nccl, f"python scripts/DDP-script.py --world-size {world_size}"
 
 
 def main():
@@ -87,11 +68,13 @@ def main():
         "python": platform.python_version(),
         "date": datetime.date.today().isoformat(),
     }
-    GPU_RUNS.mkdir(parents=True, exist_ok=True)
-    recorded = {}
-    for check in CHECKS:
-        recorded.update(check())
-    (GPU_RUNS / "recorded-on.json").write_text(json.dumps({**label, "recorded": recorded}, indent=2) + "\n")
+    # The pages' device outputs (shown beside the CPU ones), then DDP with NCCL; recorded: {file: its command}.
+    files = record.gpu_files(record.record_gpu())
+    recorded = {str(path.relative_to(ROOT)): "python -m tools.record --gpu" for path in files}
+    files[GPU_RUNS / "DDP-script-nccl.txt"], recorded["DDP-script-nccl.txt"] = check_ddp_with_nccl()
+    files[GPU_RUNS / "recorded-on.json"] = json.dumps({**label, "recorded": recorded}, indent=2) + "\n"
+    write_files(files)  # all or nothing
+    print("gpu-check: recorded" + "".join(f"\n  {path.relative_to(ROOT)}" for path in files))
 
 
 if __name__ == "__main__":

@@ -1,44 +1,263 @@
-"""Run a page's download as the recorder and the checker run it:
+"""Run a page's program alone, and compare what it prints.
 
-    python -I page_runner.py SCRIPT RESULT PLOTS
-
-SCRIPT (the download) runs cell by cell (`# %%`) in a real __main__
-module, so that pickling a class defined in a cell works as in a script;
-RESULT gets what each cell printed and the machine. Matplotlib draws off
-screen (plt.show() shows nothing); a figure that a cell leaves open is
-closed after it, and with PLOTS '{"save": true}' the recorder's copy is
-saved first: RESULT.N.svg for cell N, and what it shows in RESULT. This
-file imports nothing of the project: it runs where the project cannot be
-imported, and check-appendix-a.py carries it whole (hence lines of 80
-characters at most).
+The site records its outputs with this file, checks them with it, and
+check-appendix-a.py carries it whole: it needs only the standard library
+(psutil, where it is installed, finds what a process group left behind),
+in lines of 80 characters at most. Run as `python -I -c RUNNER SCRIPT
+RESULT [--plots] [--hide-mps]`, it runs SCRIPT, a page's download, block
+by block (`# %%`) in a real __main__ module, so that pickling a class
+defined in a block works as in a script, and writes what each block
+printed (and drew) to RESULT.
 """
 
+import concurrent.futures
 import contextlib
-import importlib.util
+import difflib
 import io
 import json
 import os
 import platform
+import re
+import signal
+import subprocess
 import sys
+import tempfile
+import threading
+import time
 import traceback
 import types
+import uuid
 
-# Python 3.10 puts this file's folder first on sys.path even under -I: the
-# page must not see it.
-if globals().get("__file__"):
-    here = os.path.dirname(os.path.abspath(__file__))
-    sys.path = [path for path in sys.path
-                if os.path.abspath(path or ".") != here]
-script, result, plots = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+TAG = "PAGE_RUNNER_GROUPS"  # the groups a process belongs to, inherited
+TIME_LIMIT = 300  # seconds: the tools' limit on one run, a page or a script
+OWN_GROUP = ({"start_new_session": True} if os.name == "posix" else
+             {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP})
+# A signal handler may call end_all while its thread holds the lock.
+running, lock, stopping = set(), threading.RLock(), threading.Event()
 
 
-def shown_by(figure):
-    """What each of a figure's axes shows, which the check compares (not its
-    pixels): its labels, and the data of its lines, points and images."""
+class Failed(Exception):
+    """A command or a page that ended badly: one sentence; its `stderr`."""
+
+    def __init__(self, message, stderr=""):
+        super().__init__(message)
+        self.stderr = stderr
+
+
+class TimedOut(Failed):
+    pass
+
+
+# ---- process groups -----------------------------------------------------
+
+@contextlib.contextmanager
+def process_group(command, **popen):
+    """`command` in a process group of its own, its process's `tag` in the
+    environment of everything it starts; on the way out, however the caller
+    leaves, the group and every process with the tag are ended."""
+    tag, process = uuid.uuid4().hex, None
+    env = dict(popen.pop("env", None) or os.environ)
+    env[TAG] = f"{env.get(TAG, '')} {tag}"
+    try:
+        with lock:
+            if stopping.is_set():
+                raise Failed("stopped before it started")
+            process = subprocess.Popen(command, env=env, **OWN_GROUP, **popen)
+            process.tag = tag
+            running.add(process)
+        yield process
+    finally:
+        if process:
+            end_group(process)
+            process.wait()
+            with lock:
+                running.discard(process)
+
+
+def end_group(process):
+    """End `process`'s group, and what left it with its tag (torchrun's
+    ranks run in sessions of their own)."""
+    with contextlib.suppress(OSError):  # it has ended already
+        if os.name == "posix":
+            os.killpg(process.pid, signal.SIGKILL)
+        else:
+            process.kill()
+    for pid in tagged(process.tag):
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def end_all():
+    """A stop (also from a signal handler): end every group now running;
+    none starts after."""
+    with lock:
+        stopping.set()
+        for process in list(running):
+            end_group(process)
+
+
+def tagged(tag):
+    """{pid: command line} of the running processes that carry `tag`, found
+    with psutil where it is installed (elsewhere, the group alone ends)."""
+    try:
+        import psutil
+    except ImportError:
+        return {}
+    found = {}
+    for process in psutil.process_iter(["environ", "cmdline", "status"]):
+        info = process.info
+        if tag in (info["environ"] or {}).get(TAG, "").split() \
+                and info["status"] != psutil.STATUS_ZOMBIE:
+            found[process.pid] = " ".join(info["cmdline"] or [])
+    return found
+
+
+def survivors(tag, settle=0.0):
+    """["pid command"] of the processes with `tag` left after `settle` s."""
+    deadline = time.monotonic() + settle
+    while (left := tagged(tag)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return [f"{pid} {command}" for pid, command in left.items()]
+
+
+def run(command, timeout, **popen):
+    """(exit status, stdout, stderr) of `command` in a process group of its
+    own; TimedOut after `timeout` seconds, with the group ended."""
+    streams = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE,
+               "stdin": subprocess.DEVNULL, **popen}
+    with process_group(command, text=True, errors="replace",
+                       **streams) as child:
+        try:
+            stdout, stderr = child.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise TimedOut(f"still running after {timeout:g} s, so it was "
+                           "stopped") from None
+    return child.returncode, stdout, stderr
+
+
+def in_parallel(function, items, jobs):
+    """{item: function(item)}, `jobs` at a time. It waits in short steps, so
+    that a signal is handled at once (on Windows too); a failure or a stop
+    ends every group still running, and no new one starts."""
+    pool = concurrent.futures.ThreadPoolExecutor(jobs)
+    futures = {item: pool.submit(function, item) for item in items}
+    try:
+        while True:
+            done, waiting = concurrent.futures.wait(
+                futures.values(), 0.2, concurrent.futures.FIRST_EXCEPTION)
+            for future in done:
+                future.result()  # a failure, at once
+            if not waiting:
+                return {item: future.result()
+                        for item, future in futures.items()}
+    except BaseException:
+        end_all()
+        raise
+    finally:
+        pool.shutdown(cancel_futures=True)
+        stopping.clear()
+
+
+# ---- a page's program ---------------------------------------------------
+
+def run_page(code, name, timeout, env=None, plots=False, hide_mps=False,
+             runner=None):
+    """Run a page's download `code` alone as the file `name`, for at most
+    `timeout` s: {"outputs": [what each block printed], "plots": [a block's
+    plot or None], "environment": {...}}, or Failed. `runner`: this file's
+    text, where it is not a file (in check-appendix-a.py)."""
+    if runner is None:
+        with open(__file__, encoding="utf-8") as file:
+            runner = file.read()
+    with tempfile.TemporaryDirectory(prefix="page-run-") as folder:
+        script = os.path.join(folder, name)
+        result = os.path.join(folder, "result.json")
+        with open(script, "w", encoding="utf-8") as file:
+            file.write(code)
+        env = {**(os.environ if env is None else env),  # torch's caches too
+               "TMPDIR": folder, "TEMP": folder, "TMP": folder}
+        flags = ["--plots"] * plots + ["--hide-mps"] * hide_mps
+        status, _, stderr = run(
+            [sys.executable, "-I", "-c", runner, script, result, *flags],
+            timeout, cwd=folder, env=env, stdout=subprocess.DEVNULL)
+        if status != 0 or not os.path.exists(result):
+            raise Failed(failure(status, stderr), stderr.strip())
+        with open(result, encoding="utf-8") as file:
+            return json.load(file)
+
+
+def failure(status, stderr):
+    """One sentence for a page run that ended badly."""
+    lines = [line for line in stderr.strip().splitlines() if line.strip()]
+    where = re.search(r"cell (\d+) raised", stderr)
+    if where and lines:
+        return f"block {where[1]} of its code raised {lines[-1].strip()}"
+    if status < 0:
+        return f"its Python was ended by signal {-status}"
+    last = lines[-1].strip() if lines else "nothing on standard error"
+    return f"its Python exited with status {status}: {last}"
+
+
+def run_blocks(script, result, flags):
+    """In the child. Matplotlib draws off screen (a window would wait to be
+    closed); a figure a block leaves open is saved (--plots), then closed."""
+    import importlib.util
+    if importlib.util.find_spec("snippets") is not None:
+        sys.exit("this Python can import the project's `snippets` package, "
+                 "but a page must run without it; uninstall the project "
+                 "from this environment")
+    os.environ["MPLBACKEND"] = "Agg"
+    if "--hide-mps" in flags:  # a CPU run on Apple silicon: the CPU is used
+        import torch
+        torch.backends.mps.is_available = lambda: False
+    with open(script, encoding="utf-8") as file:
+        text = file.read()
+    main = types.ModuleType("__main__")
+    main.__file__ = script
+    sys.modules["__main__"] = main
+    outputs, plots, line = [], [], 1
+    for number, part in enumerate(text.split("\n# %%\n")):
+        code = compile("\n" * (line - 1) + part, script, "exec")  # its lines
+        line += part.count("\n") + 2
+        buffer = io.StringIO()
+        try:
+            with contextlib.redirect_stdout(buffer):
+                exec(code, main.__dict__)
+        except BaseException:
+            sys.exit(f"{os.path.basename(script)}: cell {number} raised:\n"
+                     f"{traceback.format_exc()}")
+        outputs.append(buffer.getvalue())
+        pyplot = sys.modules.get("matplotlib.pyplot")
+        figures = pyplot.get_fignums() if pyplot else []
+        if len(figures) > 1:
+            sys.exit(f"cell {number} left {len(figures)} figures open; a "
+                     "cell draws one at most")
+        plots.append(saved(pyplot.figure(figures[0]), script, number)
+                     if figures and "--plots" in flags else None)
+        if pyplot:
+            pyplot.close("all")
+    import torch
+
+    environment = {
+        "torch": torch.__version__, "python": platform.python_version(),
+        "machine": f"{platform.system()} {platform.machine()}",
+        "cores": os.cpu_count(), "mps": torch.backends.mps.is_available(),
+        "gpu": (torch.cuda.get_device_name(0) if torch.cuda.is_available()
+                else None)}
+    with open(result, "w", encoding="utf-8") as file:  # part 0: the docstring
+        json.dump({"outputs": outputs[1:], "plots": plots[1:],
+                   "environment": environment}, file)
+
+
+def saved(figure, script, number):
+    """{"data": what each of its axes shows, which the check compares (not
+    its pixels), "svg": it drawn}. The SVG has text as text, not outlines,
+    and ids the same on every run and unlike the other plots' (a notebook
+    shows three)."""
     def rounded(rows):
         return [[round(float(value), 4) for value in row] for row in rows]
 
-    return [{"labels": [axes.get_xlabel(), axes.get_ylabel(), axes.get_title()],
+    data = [{"labels": [axes.get_xlabel(), axes.get_ylabel(), axes.get_title()],
              "legend": [text.get_text() for text in axes.get_legend().texts]
              if axes.get_legend() else [],
              "lines": [rounded(line.get_xydata()) for line in axes.lines],
@@ -48,54 +267,69 @@ def shown_by(figure):
                          for row in image.get_array()]
                         for image in axes.images]}
             for axes in figure.axes]
+    svg, salt = io.StringIO(), f"{os.path.basename(script)}:{number}"
+    with sys.modules["matplotlib.pyplot"].rc_context(
+            {"svg.fonttype": "none", "svg.hashsalt": salt}):
+        figure.savefig(svg, format="svg", transparent=True,
+                       metadata={"Date": None})
+    return {"data": data, "svg": svg.getvalue()}
 
 
-if importlib.util.find_spec("snippets") is not None:
-    sys.exit("this Python can import the project's `snippets` package, but a "
-             "page must run without it; uninstall the project from this "
-             "environment (pip uninstall appendix-a-executable-book)")
-# A window would stop the run until closed.
-os.environ["MPLBACKEND"] = "Agg"
-text = open(script, encoding="utf-8").read()
-main = types.ModuleType("__main__")
-main.__file__ = script
-sys.modules["__main__"] = main
-outputs, line = [], 1
-for number, part in enumerate(text.split("\n# %%\n")):
-    # Tracebacks name the real line.
-    code = compile("\n" * (line - 1) + part, script, "exec")
-    line += part.count("\n") + 2
-    buffer = io.StringIO()
+# ---- what is stored -----------------------------------------------------
+
+def compare_text(recorded, fresh, key, varying, label=None):
+    """None if `fresh` matches `recorded`, else a unified diff. A line that
+    differs passes only if a pattern declared for `key` in `varying`
+    ({key: {"lines": [regex, ...]}}) matches the whole of both lines."""
+    patterns = varying.get(key, {}).get("lines", [])
+    old = recorded.splitlines(keepends=True)
+    new = fresh.splitlines(keepends=True)
+
+    def same_shape(a, b):
+        if a.endswith("\n") != b.endswith("\n"):
+            return False
+        a, b = a.rstrip("\n"), b.rstrip("\n")
+        return any(re.fullmatch(p, a) and re.fullmatch(p, b)
+                   for p in patterns)
+
+    if len(old) == len(new) and all(a == b or same_shape(a, b)
+                                    for a, b in zip(old, new)):
+        return None
+    label = key if label is None else label
+    return "".join(difflib.unified_diff(old, new, f"recorded {label}",
+                                        f"fresh run of {label}"))
+
+
+def write_files(files, removed=()):
+    """Write {path: text} beside, then rename into place and delete
+    `removed`, with Ctrl-C and SIGTERM held back (not on Windows): an
+    interruption changes nothing and leaves no temporary file."""
+    held = {signal.SIGINT, signal.SIGTERM}
+    hold = getattr(signal, "pthread_sigmask", None)
+    if hold:
+        hold(signal.SIG_BLOCK, held)
+    staged = []
     try:
-        with contextlib.redirect_stdout(buffer):
-            exec(code, main.__dict__)
+        for path, text in files.items():
+            path = os.path.abspath(path)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            staged.append((os.path.join(os.path.dirname(path),
+                           f".{os.path.basename(path)}.writing"), path))
+            with open(staged[-1][0], "w", encoding="utf-8") as file:
+                file.write(text)
+        for temporary, path in staged:
+            os.replace(temporary, path)
+        for path in removed:
+            os.unlink(path)
     except BaseException:
-        sys.exit(f"{os.path.basename(script)}: cell {number} raised:\n"
-                 f"{traceback.format_exc()}")
-    outputs.append(buffer.getvalue())
-    pyplot = sys.modules.get("matplotlib.pyplot")
-    figures = pyplot.get_fignums() if pyplot else []
-    if len(figures) > 1:
-        sys.exit(f"cell {number} left {len(figures)} figures open; a cell "
-                 "draws one at most")
-    if figures and plots.get("save"):
-        figure = pyplot.figure(figures[0])
-        # Text as text, not glyph outlines; ids that are the same on every
-        # run and differ from the other plots' (a notebook shows three).
-        salt = f"{os.path.basename(script)}:{number}"
-        with pyplot.rc_context({"svg.fonttype": "none", "svg.hashsalt": salt}):
-            figure.savefig(f"{result}.{number - 1}.svg", format="svg",
-                           transparent=True, metadata={"Date": None})
-        outputs[-1] = {"text": outputs[-1], "plot": shown_by(figure)}
-    if pyplot:
-        pyplot.close("all")
-import torch  # noqa: E402  (the page imported it already)
+        for temporary, _ in staged:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+        raise
+    finally:
+        if hold:
+            hold(signal.SIG_UNBLOCK, held)
 
-environment = {
-    "torch": torch.__version__, "python": platform.python_version(),
-    "machine": f"{platform.system()} {platform.machine()}",
-    "cores": os.cpu_count(), "mps": torch.backends.mps.is_available(),
-    "gpu": (torch.cuda.get_device_name(0) if torch.cuda.is_available()
-            else None)}
-with open(result, "w") as file:
-    json.dump({"outputs": outputs[1:], "environment": environment}, file)
+
+if __name__ == "__main__":  # the child: python -I -c RUNNER SCRIPT RESULT
+    run_blocks(sys.argv[1], sys.argv[2], sys.argv[3:])

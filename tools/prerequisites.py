@@ -1,15 +1,9 @@
-"""What a reader needs: which Pythons, and which packages page by page. One source for every page that says it.
-
-The Pythons are pyproject.toml's requires-python (the ones requirements.txt installs on; the Makefile reads it
-too). The packages are what each chapter page's code imports (tools/pages.py finds them; requirements.txt pins
-them). A page says either through a mark, which the hooks and the notebooks replace in the edition's words.
-"""
+"""What a reader needs, said once for every page: the Pythons (pyproject.toml's requires-python) and the packages
+that each chapter page's code imports (requirements.txt pins them), as marks the hooks and notebooks fill in."""
 
 import re
 
-from tools import pages
-from tools.sections import ROOT
-from tools.store import tomllib
+from tools import ROOT, pages, tomllib
 
 
 def pythons() -> tuple[str, str]:
@@ -19,30 +13,27 @@ def pythons() -> tuple[str, str]:
     return f"3.{oldest}", f"3.{int(after) - 1}"
 
 
-def _code(packages: list[str]) -> list[str]:
+def as_code(packages: list[str]) -> list[str]:
     return [f"`{package}`" for package in packages]
 
 
 def _needs_table(edition) -> str:
-    """Each chapter page, and what its code needs."""
-    rows = [[f"[{pages.title(page, edition.docs)}]({page})", edition.listing(_code(pages.needs(pages.program(page))))]
+    rows = [[f"[{pages.title(page, edition.docs)}]({page})", edition.listing(as_code(pages.needs(pages.program(page))))]
             for page in pages.chapter_pages()]
-    header = [edition.words["checker_page"], edition.words["needs_column"]]
-    return "\n".join(f"| {page} | {needs} |" for page, needs in [header, ["---", "---"], *rows])
+    return pages.table([edition.words["checker_page"], edition.words["needs_column"]], rows)
 
 
 MARKS = {  # mark -> what it becomes, in an edition's words
     "<!-- supported pythons -->": lambda edition: edition.words["python_range"].format(
         oldest=pythons()[0], newest=pythons()[1]),
     "<!-- oldest python -->": lambda edition: pythons()[0],
-    "<!-- packages -->": lambda edition: edition.listing(_code(pages.all_needs())),
+    "<!-- packages -->": lambda edition: edition.listing(as_code(pages.all_needs())),
     "<!-- pip install -->": lambda edition: f"`pip install {' '.join(pages.all_needs())}`",
     "<!-- packages by page -->": _needs_table,
 }
 
 
 def fill(markdown: str, edition) -> str:
-    """The page with its marks replaced."""
     for mark, text in MARKS.items():
         try:
             markdown = markdown.replace(mark, text(edition)) if mark in markdown else markdown

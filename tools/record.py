@@ -4,53 +4,64 @@
     python -m tools.record --gpu  # on a CUDA machine: the GPU outputs (part of make gpu-check)
     python -m tools.record --report FILE  # the same, from check-appendix-a.py's report of a CUDA machine
 
-Each page's program (tools/pages.py) runs as the page's download, alone: in an empty folder,
-under `python -I`, in a Python that cannot import this project, cell by cell in one namespace.
-That single run gives everything that is stored:
-
-- snippets/outputs/MODULE/SECTION.txt, what each section printed (pages show it under the code);
-- snippets/outputs/recorded.json, where it was recorded and, for each cell of each page, a
-  fingerprint of the code it ran after (the build refuses an output whose code has changed since);
-- docs/notebooks/*.ipynb, the pages' text and code with these outputs, and docs-zh/notebooks/*.ipynb,
-  the same cells with the Chinese edition's text;
-- scripts/outputs/*.txt, what the DDP scripts print on 2 CPU processes with Gloo (the DDP tests
-  compare their own launches with these).
-
-Lines that depend on the machine (a version, a timing, an unseeded weight) are declared in
-snippets/varying_outputs.toml; the check compares their shape, and re-recording keeps the stored
-value of a timing or an unseeded draw that only changed its value, so an unchanged tree re-records
-to the same bytes.
-Writing is all or nothing: every file is written beside its target and renamed into place at the
-end, with Ctrl-C held back for those milliseconds.
+Each page's download runs alone (tools/page_runner.py), once, for at most TIME_LIMIT seconds, and
+gives all that is stored: what each section printed and drew (snippets/outputs/), where and from
+which code it was recorded (recorded.json), the notebooks of both editions, and the DDP scripts'
+runs (scripts/outputs/), all or nothing. A declared timing or unseeded draw keeps its stored value
+where only the value changed, so an unchanged tree re-records to the same bytes.
 """
 
 import json
+import os
+import re
 import signal
 import sys
 from itertools import zip_longest
 from pathlib import Path
 
-from tools import pages
+from tools import ROOT, page_runner, pages
+from tools.ddp_runs import SCRIPT_RUNS, run_key, run_script
 from tools.editions import EDITIONS
 from tools.notebooks import notebook_text
-from tools.runner import SCRIPT_RUNS, in_parallel, run_page, run_script
-from tools.sections import ROOT
+from tools.page_runner import TIME_LIMIT, Failed, TimedOut, compare_text, in_parallel, write_files
 from tools.store import (
     GPU_OUTPUTS,
     SCRIPT_OUTPUTS,
     VARYING,
     Recording,
     RecordingError,
-    compare_text,
-    kept,
     output_path,
-    patterns_of,
     read_report,
-    replace_files,
     stored_output,
+    to_store,
     varying_patterns,
     write,
 )
+
+
+def record_page(page: str) -> dict:
+    """Run the page's download alone: {"cells": [...], "outputs": [text per cell], "environment": {...},
+    "plots": {"module:section": {data, svg}}}: the figure a section's code draws, as it is shown."""
+    cells = pages.program(page)
+    try:
+        run = page_runner.run_page(pages.download_text(page, cells), pages.download_name(page), TIME_LIMIT, plots=True)
+    except TimedOut as stopped:
+        raise RecordingError(f"the code of docs/{page} was {stopped}: does it wait for something?") from None
+    except Failed as failed:
+        raise RecordingError(f"the code of docs/{page} does not run alone: {failed}\n{failed.stderr}") from None
+    plots = {cell.key: {"data": plot["data"], "svg": in_both_palettes(plot["svg"])}
+             for cell, plot in zip(cells, run.pop("plots")) if plot}
+    return {"cells": cells, **run, "plots": plots}
+
+
+def in_both_palettes(svg: str) -> str:
+    """Matplotlib's SVG in the colour of the text around it (black becomes currentColor, the legend's white
+    the page's background), as it is inline in both palettes; without the ids every plot has (figure_1), and
+    its style rule for every element (*) kept to plots."""
+    svg = re.sub(r' id="[\w.]+_\d+"', "", svg)
+    svg = svg.replace("#000000", "currentColor").replace("fill: #ffffff", "fill: var(--md-default-bg-color, #fff)")
+    svg = svg.replace("<svg ", '<svg fill="currentColor" ', 1)
+    return svg.replace("*{", "figure.plot svg *{", 1)
 
 
 def record(scripts: bool = True) -> Recording:
@@ -58,7 +69,7 @@ def record(scripts: bool = True) -> Recording:
     chapter_pages = pages.chapter_pages()
     # All in one pool, a DDP run (the longest jobs) and a page in turn: pages run from the start.
     jobs = [job for pair in zip_longest(SCRIPT_RUNS if scripts else [], chapter_pages) for job in pair if job]
-    done = dict(zip(jobs, in_parallel(lambda job: (run_script if job in SCRIPT_RUNS else run_page)(job), jobs)))
+    done = in_parallel(lambda job: (run_script if job in SCRIPT_RUNS else record_page)(job), jobs, os.cpu_count() or 2)
     runs = {page: done[page] for page in chapter_pages}
     varying = varying_patterns()
     recording = Recording(runs=runs)
@@ -66,8 +77,8 @@ def record(scripts: bool = True) -> Recording:
         recording.scripts = {name: done[name] for name in SCRIPT_RUNS}
         for name, text in recording.scripts.items():
             stored = SCRIPT_OUTPUTS / name
-            recording.scripts[name] = kept(stored.read_text() if stored.exists() else None, text,
-                                           f"scripts:{Path(name).stem}", varying)
+            recording.scripts[name] = to_store(stored.read_text() if stored.exists() else None, text,
+                                           run_key(name), varying)
     recording.manifest = {"environment": next(iter(runs.values()))["environment"], "pages": {}}
     for page, run in runs.items():
         cells = run["cells"]
@@ -79,16 +90,16 @@ def record(scripts: bool = True) -> Recording:
             if not text:
                 continue
             earlier = recording.outputs.setdefault(cell.key, text)
-            if compare_text(earlier, text, patterns_of(cell.key, varying), cell.key):
+            if compare_text(earlier, text, cell.key, varying):
                 raise RecordingError(f"snippets/{cell.module}.py, section '{cell.section}' prints differently "
                                      f"on docs/{page} than on an earlier page; a section shown on two pages "
                                      "must print the same on both.")
     for key, text in recording.outputs.items():
-        recording.outputs[key] = kept(stored_output(key), text, key, varying)
+        recording.outputs[key] = to_store(stored_output(key), text, key, varying)
     for key in recording.plots:
         if missing := [edition.name for edition in EDITIONS.values() if f"plot:{key}" not in edition.words]:
             module, section = key.split(":")
-            raise RecordingError(f"snippets/{module}.py, section '{section}' draws a plot, but tools/editions.py "
+            raise RecordingError(f"snippets/{module}.py, section '{section}' draws a plot, but tools/words.toml "
                                  f"has no words 'plot:{key}' (what the plot shows: its alt text) in "
                                  f"{' and '.join(missing)}; add them.")
     for edition in EDITIONS.values():  # one notebook per language: the same cells, the text of its edition
@@ -108,7 +119,7 @@ def summary(recording: Recording, changed: list[Path]) -> str:
 def record_gpu() -> Recording:
     """On a CUDA machine: the machine-dependent outputs of the pages that use a GPU, into
     snippets/outputs/gpu/ (the pages show them beside the CPU ones, labelled with the GPU)."""
-    runs = dict(zip(pages.GPU_PAGES, map(run_page, pages.GPU_PAGES)))  # one after another: one GPU
+    runs = dict(zip(pages.GPU_PAGES, map(record_page, pages.GPU_PAGES)))  # one after another: one GPU
     environment = next(iter(runs.values()))["environment"]
     if not environment["gpu"]:
         raise RecordingError("make gpu-check records GPU outputs, but this torch sees no CUDA GPU; run it on a "
@@ -123,10 +134,14 @@ def record_gpu() -> Recording:
     return recording
 
 
-def write_gpu(recording: Recording) -> list[Path]:
+def gpu_files(recording: Recording) -> dict[Path, str]:
     files = {output_path(key, ".txt", GPU_OUTPUTS): text for key, text in recording.outputs.items()}
     files[GPU_OUTPUTS / "recorded.json"] = json.dumps(recording.manifest, indent=2, sort_keys=True) + "\n"
-    replace_files(files)
+    return files
+
+
+def write_gpu(recording: Recording) -> list[Path]:
+    write_files(files := gpu_files(recording))
     return list(files)
 
 
@@ -134,7 +149,7 @@ def write_gpu(recording: Recording) -> list[Path]:
 CUDA_LINES = {"a1_what_is_pytorch:cuda_available": "True", "a9_gpu_training:pick_device": "cuda"}
 
 
-def _not_on_a_cuda_gpu(runs: dict) -> list[str]:
+def signs_of_no_cuda(runs: dict) -> list[str]:
     """What, in a report's device runs, says they ran without CUDA: the torch build, the GPU torch saw,
     the device lines the pages printed."""
     environments = [runs[page]["environment"] for page in pages.GPU_PAGES]
@@ -148,9 +163,8 @@ def _not_on_a_cuda_gpu(runs: dict) -> list[str]:
 
 
 def record_report(path: Path) -> Recording:
-    """The GPU outputs of a check-appendix-a.py report made on a CUDA machine, as record_gpu() would
-    record them there, with where they come from; refused if the pages' code has changed since, or if
-    its runs were not made on the CUDA GPU it names."""
+    """The GPU outputs of a check-appendix-a.py report made on a CUDA machine, as record_gpu() would record
+    them; refused if the pages' code has changed since, or if its runs were not made on the GPU it names."""
     report = read_report(path)
     device = report.get("device") or {}
     if device.get("device") != "cuda":
@@ -161,7 +175,7 @@ def record_report(path: Path) -> Recording:
         if runs.get(page, {}).get("status") != "ran":
             raise RecordingError(f"{path} has no run of docs/{page} on the GPU; run the checker on every page "
                                  "(no --page) and attach its report.")
-    if misfits := _not_on_a_cuda_gpu(runs):
+    if misfits := signs_of_no_cuda(runs):
         raise RecordingError(f"{path} names the GPU {device.get('gpu')}, but its runs were not made on it "
                              f"({'; '.join(misfits)}), so it has no GPU outputs to record; run the checker "
                              "with a CUDA build of torch on that GPU and attach its report.")
@@ -177,7 +191,7 @@ def record_report(path: Path) -> Recording:
         for cell in run["cells"]:
             key, text = cell["key"], cell["output"]
             if text and key in varying:
-                problem = compare_text(stored_output(key) or "", text, varying[key]["lines"], key)
+                problem = compare_text(stored_output(key) or "", text, key, varying)
                 if problem:
                     raise RecordingError(f"{path}: {key} on the GPU does not have the shape declared in "
                                          f"{VARYING.name}, so it is not recorded:\n{problem}")

@@ -1,29 +1,19 @@
-"""The DDP scripts part by part, and each as a diff of its base: our DDP-script.py of the book's (pinned in
-tests/upstream/), our DDP-script-torchrun.py of our DDP-script.py, and the book's DDP-script-torchrun.py of
-the book's DDP-script.py, as the book itself builds its torchrun script.
-
-A script's parts are its top-level statements, found with `ast` (no markers in the scripts): the imports
-together, each function and class by its name, the `__main__` block; the comments above a statement belong
-to it. The parts are matched by name. Each part that differs has its reason, declared once in
-snippets/script_differences.toml as [SCRIPT.PART] (SCRIPT without .py) with a one-line `summary` and a
-`reason`, each in both languages (`summary_zh`, `reason_zh`);
-tests/test_ddp_scripts.py fails on a changed part without a reason and on a reason for a part that no
-longer differs.
-"""
+"""The DDP scripts part by part (a top-level statement and the comments above it: the imports together, a function
+or class by name, the `__main__` block), each as a diff of its base: our DDP-script.py of the book's, our
+DDP-script-torchrun.py of ours, the book's torchrun script of its DDP-script.py. Each changed part has its reason in
+snippets/script_differences.toml as [SCRIPT.PART] (SCRIPT without .py): summary, reason, summary_zh, reason_zh."""
 
 import ast
 import difflib
 from dataclasses import dataclass
 from functools import cache
 
-from tools.sections import ROOT, SNIPPETS
-from tools.store import tomllib
+from tools import BOOK, ROOT, tomllib
+from tools.sections import SNIPPETS
 
 SCRIPTS = ROOT / "scripts"
-BOOK = ROOT / "tests" / "upstream"
 DECLARED = SNIPPETS / "script_differences.toml"
 BASES = {"DDP-script.py": BOOK / "DDP-script.py", "DDP-script-torchrun.py": SCRIPTS / "DDP-script.py"}
-MARK = "<!-- diff of {script} -->"  # where a page shows SCRIPT as a diff of its base
 
 
 def parts(code: str) -> dict[str, str]:
@@ -50,19 +40,12 @@ class Part:
     diff: list[str]  # the part's lines, each with "+", "-" or " " in front; empty if unchanged
 
 
-def compare(script: str) -> list[Part]:
-    """scripts/SCRIPT against its base, part by part."""
+def compare(script: str) -> list[Part]:  # scripts/SCRIPT against its base
     return compare_code(BASES[script].read_text(), (SCRIPTS / script).read_text())
 
 
-def compare_book_torchrun() -> list[Part]:
-    """The book's DDP-script-torchrun.py against the book's DDP-script.py, part by part."""
-    return compare_code((BOOK / "DDP-script.py").read_text(), (BOOK / "DDP-script-torchrun.py").read_text())
-
-
 def compare_code(base_code: str, code: str) -> list[Part]:
-    """The parts of `code` and of `base_code` in one order: the new one's, with a part only the base has
-    where the base has it."""
+    """The parts of both in the order of `code`'s, a part only the base has where the base has it."""
     ours, base = parts(code), parts(base_code)
     order = list(ours)
     for index, name in enumerate(base):
@@ -74,13 +57,11 @@ def compare_code(base_code: str, code: str) -> list[Part]:
 
 
 def diff_lines(old: list[str], new: list[str]) -> list[str]:
-    """The whole of `new` as a diff of `old`, blind to changes of whitespace alone: a line that was only
-    indented anew is shown once, unchanged, as it is now. Empty if nothing else changed."""
-    def words(lines):
-        return [" ".join(line.split()) for line in lines]
-    if words(old) == words(new):
+    """All of `new` as a diff of `old`, blind to whitespace changes (shown as `new` has it); empty if no other."""
+    old_words, new_words = ([" ".join(line.split()) for line in lines] for lines in (old, new))
+    if old_words == new_words:
         return []
-    matcher = difflib.SequenceMatcher(None, words(old), words(new), autojunk=False)
+    matcher = difflib.SequenceMatcher(None, old_words, new_words, autojunk=False)
     diff = []
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":
@@ -90,7 +71,7 @@ def diff_lines(old: list[str], new: list[str]) -> list[str]:
     return diff
 
 
-def hunks(diff: list[str], context: int = 2) -> list[str]:
+def hunks(diff: list[str], context: int = 1) -> list[str]:
     """Only the changed lines of `diff` and `context` lines around them; "..." where lines are left out."""
     changed = [i for i, line in enumerate(diff) if line[0] != " "]
     keep = sorted({j for i in changed for j in range(i - context, i + context + 1) if 0 <= j < len(diff)})
@@ -104,8 +85,7 @@ def hunks(diff: list[str], context: int = 2) -> list[str]:
 
 @cache
 def reasons() -> dict[str, dict[str, dict[str, dict[str, str]]]]:
-    """{script: {part: {language: {"summary": ..., "reason": ...}}}}; ValueError naming the entry if one is
-    malformed."""
+    """{script: {part: {language: {"summary": ..., "reason": ...}}}}; ValueError naming a malformed entry."""
     declared, keys = {}, ("summary", "summary_zh", "reason", "reason_zh")
     for stem, entries in tomllib.loads(DECLARED.read_text()).items():
         for name, entry in entries.items():

@@ -1,41 +1,34 @@
-"""Read the named sections of a snippet module (`# --8<-- [start:NAME]` … `# --8<-- [end:NAME]`).
-
-The same markers are what `pymdownx.snippets` includes on the pages, so a page, the
-recorder and the notebooks all see the same code.
-"""
+"""Read the named sections of a snippet module (`# --8<-- [start:NAME]` … `# --8<-- [end:NAME]`): the markers that
+`pymdownx.snippets` includes on the pages, so a page, the recorder and the notebooks all see the same code."""
 
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from tools import ROOT
+
 SNIPPETS = ROOT / "snippets"
-OUTPUTS = SNIPPETS / "outputs"
 
 MARKER = re.compile(r"^\s*# --8<-- \[(start|end):([\w-]+)\]\s*$")
 
 
 @dataclass
-class Chunk:
-    """A run of lines in file order: a named section, or the code between sections (name None)."""
-
-    name: str | None
+class Chunk:  # a named section of a module
+    name: str
     code: str
 
 
 def read_chunks(path: Path) -> list[Chunk]:
-    """Split a module into chunks in file order; raise ValueError on unbalanced or nested markers."""
+    """A module's sections in file order; ValueError on unbalanced, nested or twice-named markers."""
     chunks, current, lines = [], None, []
     for number, line in enumerate(path.read_text().splitlines(), start=1):
-        match = MARKER.match(line)
-        if not match:
+        if not (match := MARKER.match(line)):
             lines.append(line)
             continue
         kind, name = match.groups()
         if kind == "start":
             if current is not None:
                 raise ValueError(f"{path.name}:{number}: section '{name}' starts inside section '{current}'")
-            chunks.append(Chunk(None, "\n".join(lines)))
             current = name
         else:
             if name != current:
@@ -45,19 +38,16 @@ def read_chunks(path: Path) -> list[Chunk]:
         lines = []
     if current is not None:
         raise ValueError(f"{path.name}: section '{current}' is never ended")
-    chunks.append(Chunk(None, "\n".join(lines)))
-    names = [c.name for c in chunks if c.name]
-    duplicated = {n for n in names if names.count(n) > 1}
-    if duplicated:
+    names = [chunk.name for chunk in chunks]
+    if duplicated := {name for name in names if names.count(name) > 1}:
         raise ValueError(f"{path.name}: sections named twice: {', '.join(sorted(duplicated))}")
-    return [c for c in chunks if c.name or c.code.strip()]
+    return chunks
 
 
 def section_code(module: str, name: str) -> str:
-    """The code of one section, as a page shows it."""
     if not (SNIPPETS / f"{module}.py").exists():
         raise KeyError(f"there is no snippets/{module}.py")
     for chunk in read_chunks(SNIPPETS / f"{module}.py"):
         if chunk.name == name:
-            return chunk.code.strip("\n")
+            return chunk.code.strip("\n")  # as a page shows it
     raise KeyError(f"snippets/{module}.py has no section '{name}'")

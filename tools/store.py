@@ -1,27 +1,20 @@
-"""What is stored, and how a fresh run is compared with it: the paths of the recorded outputs, the
-manifest, the machine-dependent lines (snippets/varying_outputs.toml), the comparison and the drift
-report, and writing all or nothing. The recorder writes here; the MkDocs hooks, the tests, the
-checker and gpu_check read from here, without running anything.
-"""
+"""What is stored, and how a fresh run is compared with it: the recorded outputs, the manifest, the
+machine-dependent lines (snippets/varying_outputs.toml) and the drift report. The recorder writes here;
+the hooks, the tests and the checker read here, running nothing."""
 
-import difflib
 import json
-import os
 import re
-import signal
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10: the backport, pinned for it in requirements-site.in
-    import tomli as tomllib
-
+from tools import ROOT, tomllib
 from tools.editions import EDITIONS
-from tools.sections import OUTPUTS, ROOT, SNIPPETS
+from tools.page_runner import compare_text, write_files
+from tools.sections import SNIPPETS
 
 VARYING = SNIPPETS / "varying_outputs.toml"
+OUTPUTS = SNIPPETS / "outputs"  # what the pages printed when recorded, by module and section
 MANIFEST = OUTPUTS / "recorded.json"
 GPU_OUTPUTS = OUTPUTS / "gpu"  # what `make gpu-check` recorded on a CUDA machine
 SCRIPT_OUTPUTS = ROOT / "scripts" / "outputs"  # the DDP scripts' recorded runs
@@ -54,41 +47,14 @@ def _varying_patterns(path: Path, changed: int) -> dict[str, dict]:
     return specs
 
 
-def compare_text(recorded: str, fresh: str, patterns: list[str],
-                 label: str) -> str | None:
-    """None if `fresh` matches `recorded`, else a unified diff. A line that
-    differs passes only if one of `patterns` matches the whole of both the
-    recorded and the fresh line. (check-appendix-a.py carries this function
-    and the next: 80 characters a line at most.)"""
-    old = recorded.splitlines(keepends=True)
-    new = fresh.splitlines(keepends=True)
-    if len(old) == len(new) and all(a == b or _same_shape(a, b, patterns)
-                                    for a, b in zip(old, new)):
-        return None
-    return "".join(difflib.unified_diff(old, new, f"recorded {label}",
-                                        f"fresh run of {label}"))
-
-
-def _same_shape(a: str, b: str, patterns: list[str]) -> bool:
-    if a.endswith("\n") != b.endswith("\n"):
-        return False
-    a, b = a.rstrip("\n"), b.rstrip("\n")
-    return any(re.fullmatch(p, a) and re.fullmatch(p, b) for p in patterns)
-
-
-def patterns_of(key: str, varying: dict[str, dict]) -> list[str]:
-    """The declared shapes of a section's (or a DDP run's) machine-dependent lines; none if undeclared."""
-    return varying.get(key, {}).get("lines", [])
-
-
-def kept(stored: str | None, fresh: str, key: str, varying: dict[str, dict]) -> str:
+def to_store(stored: str | None, fresh: str, key: str, varying: dict[str, dict]) -> str:
     """What to store: a value that changes from run to run (a timing, an unseeded draw) keeps the stored
     one where only that value changed, so that an unchanged tree re-records to the same bytes. Anything
     else is stored as printed: a line that depends on the machine is what this machine prints."""
     spec = varying.get(key, {})
     if stored is None or not (spec.get("random") or spec.get("each_run")):
         return fresh
-    return stored if compare_text(stored, fresh, spec["lines"], "") is None else fresh
+    return stored if compare_text(stored, fresh, key, varying) is None else fresh
 
 
 # ---------------------------------------------------------------------------------------------
@@ -148,7 +114,7 @@ def drift(recording: Recording, stored: dict[Path, str] | None = None) -> list[s
         elif fresh[path] != stored[path] and path.suffix != ".svg":  # a plot's data is checked, not its pixels
             key = f"{path.parent.name}:{path.stem}"
             old, new = (_without_images(text) for text in (stored[path], fresh[path]))
-            diff = compare_text(old, new, patterns_of(key, varying), str(name))
+            diff = compare_text(old, new, key, varying, str(name))
             if diff:
                 problems.append(f"{name} differs from a fresh run (run `{RERECORD}` if the change is "
                                 f"intended):\n{diff}")
@@ -169,36 +135,12 @@ def _without_images(text: str) -> str:
     return re.sub(r'("image/svg\+xml": )(?:"(?:[^"\\]|\\.)*"|\[[^\]]*\])', r"\1...", text)
 
 
-def replace_files(files: dict[Path, str], removed=()) -> None:
-    """Write every file beside its target, then rename them all into place and delete `removed`,
-    with Ctrl-C and SIGTERM held back until then: the set changes all at once or not at all."""
-    held = {signal.SIGINT, signal.SIGTERM}
-    signal.pthread_sigmask(signal.SIG_BLOCK, held)
-    staged = []
-    try:
-        for path, text in files.items():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            temporary = path.with_name(f".{path.name}.recording")
-            temporary.write_text(text)
-            staged.append((temporary, path))
-        for temporary, path in staged:
-            os.replace(temporary, path)
-        for path in removed:
-            path.unlink()
-    except BaseException:
-        for temporary, _ in staged:
-            temporary.unlink(missing_ok=True)
-        raise
-    finally:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, held)
-
-
 def write(recording: Recording) -> list[Path]:
     """Make the stored files what `recording` says; return the paths that changed."""
     fresh, stored = recording.files(), stored_files(recording.scripts is not None)
     changed = {path: text for path, text in fresh.items() if stored.get(path) != text}
     removed = [path for path in stored if path not in fresh]
-    replace_files(changed, removed)
+    write_files(changed, removed)
     return [*changed, *removed]
 
 

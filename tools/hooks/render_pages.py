@@ -1,13 +1,7 @@
-"""MkDocs hooks for the pages: render what was recorded, never execute anything.
-
-Under each block of snippet sections they put what it printed when recorded, its plot and its "Differs from
-the book" note. An output whose code changed since, or that is missing, fails `mkdocs build --strict` naming
-the section; `mkdocs serve` marks the page instead, so the live preview never stops. They also serve each
-chapter page's code as one script (downloads/PAGE.py) with a "Run it yourself" box, render math to MathML (no
-script, no network), keep whole scripts and the collapsed earlier code out of the search index, and lead the
-language switch to the same page. What they write is in the edition's words (tools/editions.py); the notebook
-pages have hooks of their own (notebooks.py).
-"""
+"""MkDocs hooks for the pages (the notebooks': tools/hooks/render_notebooks.py): render what was recorded, execute
+nothing. Each block of snippet sections gets its code, recorded output and plot, and "Differs from the book" note; a
+stale or missing output fails `mkdocs build --strict` (`mkdocs serve` marks the page). Also: the downloads, the "Run
+it yourself" box, math as MathML, the search index, the language switch, in each edition's words (tools/words.toml)."""
 
 import itertools
 import json
@@ -22,7 +16,6 @@ from pathlib import Path
 from urllib.parse import urljoin, urlsplit
 
 import latex2mathml.converter
-import pygments
 import pygments.formatters
 import pygments.lexers
 from markdown import markdown as render_markdown
@@ -37,15 +30,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # mkdocs loads thi
 for name in [name for name in sys.modules if name == "tools" or name.startswith("tools.")]:
     del sys.modules[name]
 
-from tools import book, checker, editions, pages, prerequisites, script_diff  # noqa: E402
-from tools.sections import ROOT, section_code  # noqa: E402
-from tools.store import GPU_OUTPUTS, MANIFEST, output_path, tomllib, varying_patterns  # noqa: E402
+from tools import BOOK, ROOT, book, checker, editions, pages, prerequisites, script_diff, tomllib  # noqa: E402
+from tools.sections import section_code  # noqa: E402
+from tools.store import GPU_OUTPUTS, MANIFEST, output_path, varying_patterns  # noqa: E402
 
 log = logging.getLogger("mkdocs.hooks")
 # jieba (the search's Chinese word splitter) prints its dictionary's loading times on every build.
 logging.getLogger("jieba").setLevel(logging.WARNING)
 SERVING = "APPENDIX_A_SERVING"  # set by on_startup; an environment variable outlives the reloads of this file
-RECORDED = {}  # snippets/outputs/recorded.json, read once per build (on_pre_build)
 
 
 def on_startup(*, command: str, dirty: bool) -> None:
@@ -56,19 +48,12 @@ def serving() -> bool:
     return bool(os.environ.get(SERVING))
 
 
-def on_pre_build(*, config: MkDocsConfig) -> None:
-    RECORDED.clear()
-    RECORDED.update(json.loads(MANIFEST.read_text()))
-
-
-def _mathml(display: str):
-    """pymdownx's formatter of a custom fence or inline code: the LaTeX source as MathML."""
+def _mathml(display: str):  # pymdownx's formatter of a custom fence or inline code
     return lambda source, *_, **__: latex2mathml.converter.convert(source.strip(), display=display)
 
 
 def on_config(config: MkDocsConfig) -> MkDocsConfig:
-    """The edition's own site_url (the Chinese one is published under the English site, in zh/), the theme's
-    words that Material leaves to the site (language switch, palette toggle, overrides/*.html), and math."""
+    """The edition's site_url (the Chinese one in zh/), the theme's words Material leaves to the site, and math."""
     edition = editions.of(config)
     words = edition.words
     english_url = config.site_url.removesuffix(edition.prefix)
@@ -80,56 +65,43 @@ def on_config(config: MkDocsConfig) -> MkDocsConfig:
                                  for other in editions.EDITIONS.values()]
     for palette, toggle in zip(config.theme["palette"], ("dark_mode", "light_mode")):
         palette["toggle"]["name"] = words[toggle]
-    config.extra["words"] = {key: words[key] for key in (
-        "download_notebook", "page_not_found", "page_not_found_text", "search_the_site", "go_home", "contents",
-        "made_with")}
+    config.extra["words"] = words  # for overrides/*.html
     config.mdx_configs.setdefault("toc", {})["permalink_title"] = words["permalink"]
-    config.mdx_configs.setdefault("pymdownx.superfences", {}).setdefault("custom_fences", []).append(
-        {"name": "math", "class": "math", "format": _mathml("block")})
-    config.mdx_configs.setdefault("pymdownx.inlinehilite", {}).setdefault("custom_inline", []).append(
-        {"name": "math", "class": "math", "format": _mathml("inline")})
-    _repository(config, edition)
+    for extension, kind, display in (("pymdownx.superfences", "custom_fences", "block"),
+                                     ("pymdownx.inlinehilite", "custom_inline", "inline")):
+        config.mdx_configs.setdefault(extension, {}).setdefault(kind, []).append(
+            {"name": "math", "class": "math", "format": _mathml(display)})
+    # The header's repository button: this site's where REPO_URL says where it is, else the book's code.
+    site = config.repo_url.rstrip("/") or None
+    config.extra["site_repository"] = site  # for the Colab links (tools/pages.py)
+    config.repo_url = site or pages.BOOK_REPOSITORY
+    name = urlsplit(config.repo_url).path.strip("/")
+    config.repo_name = words["site_repository" if site else "book_repository"].format(name=name)
+    config.extra["repository_line"] = words["repository_line"].format(url=site, name=name) if site else ""
     return config
 
 
-def _repository(config: MkDocsConfig, edition) -> None:
-    """The header's repository button, named for whose it is: this site's where REPO_URL says where it
-    is, else the book's code (a local build does not know where its repository is)."""
-    site = config.repo_url.rstrip("/") or None
-    config.extra["site_repository"] = site  # read by tools/pages.py: the Colab links, the repository line
-    config.repo_url = site or pages.BOOK_REPOSITORY
-    name = urlsplit(config.repo_url).path.strip("/")
-    config.repo_name = edition.words["site_repository" if site else "book_repository"].format(name=name)
-
-
 def on_files(files: Files, /, *, config: MkDocsConfig) -> Files:
-    """The downloads (the scripts, each chapter page's code, the checker); in the Chinese
-    edition, the English edition's stylesheet and script too."""
-    def add(uri: str, **source):
-        files.append(File.generated(config, uri, **source))
-
+    """The downloads; in the Chinese edition, the English edition's stylesheet and script too."""
     if editions.of(config) is not editions.ENGLISH:
         for path in sorted((editions.ENGLISH.docs / "assets").glob("*.*")):
             if not files.get_file_from_path(f"assets/{path.name}"):
-                add(f"assets/{path.name}", abs_src_path=str(path))
+                files.append(File.generated(config, f"assets/{path.name}", abs_src_path=str(path)))
     for pattern in ("scripts/*.py", "scripts/*/*.py", "scripts/*.sbatch"):
         for path in sorted(ROOT.glob(pattern)):
-            add(f"downloads/{path.relative_to(ROOT).as_posix()}", abs_src_path=str(path))
+            files.append(File.generated(config, f"downloads/{path.relative_to(ROOT).as_posix()}",
+                                        abs_src_path=str(path)))
     scripts = {pages.download_name(page): partial(pages.download_text, page) for page in pages.chapter_pages()}
     scripts[checker.NAME] = checker.generate  # for a reader's machine: every page's download and outputs
     for name, script in scripts.items():
         try:
-            add(f"downloads/{name}", content=script())
+            files.append(File.generated(config, f"downloads/{name}", content=script()))
         except (KeyError, ValueError):  # a missing or broken section: its page says so
             continue
     return files
 
 
-# ---------------------------------------------------------------------------------------------
-# Recorded outputs under the code
-
-def _problem(message: str, title: str = "Output out of date: run make outputs") -> str:
-    """Report a problem: in a build it fails `--strict`; while serving, the page shows it too."""
+def _problem(message: str, title: str = "Output out of date: run make outputs") -> str:  # on the page too, serving
     log.warning(message)
     return f'!!! failure "{title}"\n    {message}\n\n' if serving() else ""
 
@@ -143,12 +115,9 @@ def _missing(module: str, section: str) -> bool:
 
 
 def _output_block(title: str, outputs: list[Path], note: str = "") -> str:
-    """A text block of recorded outputs, each included by its line range: pymdownx.snippets adds an
-    empty line after a whole file that ends with a newline, which would part two outputs. Its title stays
-    one line on a phone; what the output depends on, and where it was recorded, is the note under it."""
-    includes = "".join(f'--8<-- "{path.relative_to(ROOT).as_posix()}:1:{len(path.read_text().splitlines())}"\n'
-                       for path in outputs)
-    block = f'```{{.text .recorded title="{title}"}}\n{includes}```'
+    # What the outputs depend on, and where they were recorded, is the note under it: the title fits a phone.
+    text = "\n".join(line for path in outputs for line in path.read_text().splitlines())
+    block = f'```{{.text .recorded title="{title}"}}\n{text}\n```'
     return f"{block}\n\n{note}\n{{: .output-note }}" if note else block
 
 
@@ -161,16 +130,15 @@ def _title_and_note(cells, varying, environment, edition) -> tuple[str, str]:
                for cell in cells if cell.key in varying]
     if not reasons:
         return edition.words["output"], ""
-    note = edition.words["output_note"].format(reasons=edition.words["and"].join(reasons),
+    note = edition.words["output_note"].format(reasons=edition.words["reasons_joiner"].join(reasons),
                                                recorded=edition.recorded(environment))
     return edition.words["output_varies"], _sentence(note, edition)
 
 
 def _plot_figure(plot: Path, key: str, edition, source: str) -> str:
-    """A recorded plot as an inline SVG named by its caption, which says what it shows."""
-    caption = edition.words.get(f"plot:{key}")
-    if caption is None:
-        return _problem(f"{source}: tools/editions.py has no words 'plot:{key}' (what the plot of {key} shows, "
+    """A recorded plot as an inline SVG (it follows the palette) named by its caption, which says what it shows."""
+    if (caption := edition.words.get(f"plot:{key}")) is None:
+        return _problem(f"{source}: tools/words.toml has no words 'plot:{key}' (what the plot of {key} shows, "
                         "its caption and alt text); add them.", "Plot without a caption")
     svg = plot.read_text()
     name = f"plot-{key.replace(':', '-').replace('_', '-')}"
@@ -179,32 +147,31 @@ def _plot_figure(plot: Path, key: str, edition, source: str) -> str:
             f'<figcaption id="{name}">{caption}</figcaption>\n</figure>')
 
 
-def _with_outputs(markdown: str, page: str, edition) -> str:
-    source = f"{edition.docs.name}/{page}"
-    try:
-        cells = pages.program(page, markdown)
-    except (KeyError, ValueError) as error:  # pymdownx.snippets stops a build on it; serving, show the page
-        if serving():
-            markdown = pages.INCLUDE.sub(lambda m: "" if _missing(*m.groups()) else m[0], markdown)
-        return _problem(f"{source}: {error.args[0]}", "Missing code") + markdown  # no outputs until fixed
-    entries = RECORDED["pages"].get(page, {})
+def _indented(text: str, indent: str) -> str:
+    return textwrap.indent(text, indent, lambda line: True)  # blank lines too, as pymdownx.snippets does
+
+
+def _with_outputs(markdown: str, page: str, cells: list[pages.Cell], edition) -> str:
+    source, recorded = f"{edition.docs.name}/{page}", json.loads(MANIFEST.read_text())
+    entries, varying, notes = recorded["pages"].get(page, {}), varying_patterns(), book.notes_on(page)
     current = dict(zip((cell.key for cell in cells), pages.fingerprints(cells)))
     by_key = {cell.key: cell for cell in cells}
-    varying, notes = varying_patterns(), book.notes_on(page)
 
     def add_output(match):
         fence_cells = [by_key[f"{m}:{s}"] for m, s in pages.INCLUDE.findall(match["includes"])]
         printed = [cell for cell in fence_cells if output_path(cell.key, ".txt").exists()]
-        after = []  # what goes under the block, before it is indented as the block is
+        # The code it has read in place of its includes; under it, what goes with it, indented as the block is.
+        code = pages.block_code(match["includes"], lambda module, section: by_key[f"{module}:{section}"].code)
+        after, block = [], match[0].replace(match["includes"], _indented(code + "\n", match["indent"]), 1)
         if printed:
-            title, note = _title_and_note(printed, varying, RECORDED["environment"], edition)
+            title, note = _title_and_note(printed, varying, recorded["environment"], edition)
             after.append(_output_block(title, [output_path(c.key, ".txt") for c in printed], note))
             gpu = [output_path(c.key, ".txt", GPU_OUTPUTS) for c in printed if c.key in varying]
             if gpu := [path for path in gpu if path.exists()]:  # recorded by `make gpu-check` on a CUDA machine
                 environment = json.loads((GPU_OUTPUTS / "recorded.json").read_text())["environment"]
                 after.append(_output_block(edition.words["output_on_gpu"], gpu,
                                            _sentence(edition.recorded(environment), edition)))
-        for cell in fence_cells:  # the figure its code draws, recorded (inline: it follows the palette)
+        for cell in fence_cells:
             if (plot := output_path(cell.key, ".svg")).exists():
                 after.append(_plot_figure(plot, cell.key, edition, source))
         if differences := list(dict.fromkeys(d for cell in fence_cells for d in notes.get(cell.key, []))):
@@ -217,25 +184,20 @@ def _with_outputs(markdown: str, page: str, edition) -> str:
                                       "output was recorded; run `make outputs`."))
             elif entry["prints"] and cell not in printed:
                 after.append(_problem(f"{where}: its recorded output is missing; run `make outputs`."))
-        return match[0] + "".join("\n\n" + textwrap.indent(part.rstrip("\n"), match["indent"])
-                                  for part in after if part)  # _problem writes nothing in a build
+        return block + "".join("\n\n" + _indented(part.rstrip("\n"), match["indent"])
+                               for part in after if part)  # _problem writes nothing in a build
 
     return pages.SNIPPET_FENCE.sub(add_output, markdown)
 
-
-# ---------------------------------------------------------------------------------------------
-# Whose each block is, in its title: the book's cell it shows, or ours and what it adds
 
 OURS = re.compile(r'\s*\bours="([^"]*)"')  # in a block's opening line: ```python ours="what it adds"
 
 
 def _with_labels(markdown: str, page: str, edition) -> str:
-    """Title each block of snippet sections. A block that shows a cell of the book's notebook (tools/book.py
-    finds it) is labelled with that cell; any other says `ours="what it adds"` in its opening line. On a
-    chapter page a block that is neither, or both, is a problem; elsewhere an unlabelled block stays so."""
+    """Title each block with the book's cells it shows (tools/book.py finds them), or with what it adds (ours)."""
     try:
         books = book.labels(page)
-    except (KeyError, ValueError):  # a missing section: _with_outputs reports it
+    except (KeyError, ValueError):  # a missing section: on_page_markdown reports it
         return markdown
     chapter, blocks = page in pages.chapter_pages(), itertools.count()
 
@@ -259,73 +221,47 @@ def _with_labels(markdown: str, page: str, edition) -> str:
     return pages.SNIPPET_FENCE.sub(label, markdown)
 
 
-# ---------------------------------------------------------------------------------------------
-# "Run it yourself", and the tables of the summary and Authoring pages
-
-def _run_it_yourself(page, config, edition) -> str:
-    src, words = page.file.src_uri, edition.words
-    name = pages.download_name(src)
+def _run_it_yourself(src: str, cells: list[pages.Cell], config, edition) -> str:
+    words, name = edition.words, pages.download_name(src)
     script = get_relative_url(f"downloads/{name}", src)
-    try:
-        packages = edition.listing([f"`{package}`" for package in pages.needs(pages.program(src))])
-    except (KeyError, ValueError):  # a missing section: _with_outputs reports it
-        return ""
+    packages = edition.listing(prerequisites.as_code(pages.needs(cells)))
     links = [words["download"].format(script=f'[`{name}`]({script}){{ download="{name}" }}', packages=packages)]
     if notebook := pages.notebook_of(src):
-        colab, the_books = pages.colab_url(config, notebook, edition)
         links.append(words["notebook"].format(
             notebook=f"[{notebook}]({get_relative_url(f'notebooks/{notebook}.ipynb', src)})")
-            + words["colab_book" if the_books else "colab"].format(url=colab))
+            + pages.colab_link(config, notebook, edition, "colab"))
     return f'!!! tip "{words["run_it_yourself"]}"\n\n    ' + words["or"].join(links) + words["full_stop"] + "\n\n"
 
 
-def _table(header: list[str], rows: list[list[str]]) -> str:
-    return "\n".join(f"| {' | '.join(row)} |" for row in [header, ["---"] * len(header), *rows])
-
-
 def _differences_table(edition) -> str:
-    """Every declared difference from the book (on the summary page)."""
     words, language = edition.words, edition.language
-    return _table([words["book_column"], words["page_column"], words["why_column"]],
-                  [[d.book_place(language), f"[{pages.title(d.page, edition.docs)}]({d.page})", d.reason(language)]
-                   for d in book.differences()])
+    return pages.table([words["book_column"], words["page_column"], words["why_column"]],
+                       [[d.book_place(language), f"[{pages.title(d.page, edition.docs)}]({d.page})", d.reason(language)]
+                        for d in book.differences()])
 
 
 def _glossary_table() -> str:
-    """The Chinese edition's terms (tools/glossary.zh.toml); a variant is shown without its regular
-    expression's lookarounds (笔记本, not 笔记本(?!电脑))."""
+    """The Chinese edition's terms; a variant without its regular expression's lookarounds (笔记本(?!电脑))."""
     rows = []
     for term in tomllib.loads(editions.GLOSSARY.read_text())["term"]:
         avoid = "、".join(re.sub(r"\(\?<?[!=][^)]*\)| \?", "", variant) for variant in term.get("avoid", []))
         rows.append([term["english"], term["chinese"], avoid, term.get("note", "")])
-    return _table(["English", "中文", "Not", "Note"], rows)
+    return pages.table(["English", "中文", "Not", "Note"], rows)
 
 
-REPOSITORY_MARK = "<!-- site repository -->"  # where Home and Authoring link the site's repository
+REPOSITORY_MARK = "<!-- site repository -->"  # where Home and Authoring link the site's repository_line (on_config)
 
 
-def _repository_line(config, edition) -> str:
-    """The site's repository and its issues, where REPO_URL says where it is; nothing otherwise."""
-    if not (site := pages.site_repository(config)):
-        return ""
-    return edition.words["repository_line"].format(url=site, name=urlsplit(site).path.strip("/"))
-
-
-# ---------------------------------------------------------------------------------------------
-# The DDP scripts on the A.9.3 pages (tools/script_diff.py), written as HTML once the page is rendered: a
-# highlighted block without a line anchor per line, so that the pages stay light on a phone.
-#   <!-- book's DDP-script.py: PART, PART -->          the book's parts, one block
-#   <!-- book's DDP-script.py, folded: PART, PART -->  the same, collapsed
-#   <!-- book's DDP-script-torchrun.py as a diff: PART --> the book's change to the part (and lines around it)
-#   <!-- diff of SCRIPT -->                            ours: a list of the changed parts, each opening its diff
-# Every part of the book's DDP-script.py, and every part its torchrun script changes, is shown once.
+# The DDP scripts on A.9.3 (tools/script_diff.py), as HTML without line anchors (light on a phone): <!-- book's
+# DDP-script.py[, folded]: PART, PART --> the book's parts (collapsed); <!-- book's DDP-script-torchrun.py as a diff:
+# PART --> its changes to them; <!-- diff of SCRIPT --> ours, each changed part opening its diff. Each shown once.
 
 BOOK_MARK = re.compile(r"<!-- book's (DDP-script\.py|DDP-script-torchrun\.py as a diff)(, folded)?: ([\w, ]+) -->")
+DIFF_MARK = re.compile("<!-- diff of (%s) -->" % "|".join(map(re.escape, script_diff.BASES)))
 
 
 def _code_html(code: str, language: str, title: str) -> str:
-    """A code block as Material renders one with a title, without line spans and anchors; out of the search
-    index, as the whole scripts are (the prose around them is indexed)."""
+    """A code block as Material renders one with a title, without line spans; out of the search index."""
     tokens = pygments.highlight(code, pygments.lexers.get_lexer_by_name(language),
                                 pygments.formatters.HtmlFormatter(nowrap=True))
     return (f'<div class="language-{language} highlight" data-search-exclude>'
@@ -338,54 +274,48 @@ def _folded(summary: str, body: str) -> str:
 
 def _scripts_as_html(content: str, page: str, edition) -> str:
     words, shown = edition.words, []
-    if BOOK_MARK.search(content):
-        book = script_diff.parts((script_diff.BOOK / "DDP-script.py").read_text())
-        torchrun_changes = {part.name: part.diff for part in script_diff.compare_book_torchrun() if part.diff}
+    book_code = (BOOK / "DDP-script.py").read_text()  # and the book's torchrun script as a diff of it
+    book_script = script_diff.parts(book_code)
+    torchrun = script_diff.compare_code(book_code, (BOOK / "DDP-script-torchrun.py").read_text())
+    torchrun_changes = {part.name: part.diff for part in torchrun if part.diff}
 
     def book_parts(match):
         script, names = match[1].split()[0], [name.strip() for name in match[3].split(",")]
         shown.extend((script, name) for name in names)
         listed = words["list"].join(names)
         if script == "DDP-script-torchrun.py":
-            lines = [line for name in names for line in script_diff.hunks(torchrun_changes.get(name, []), context=1)]
+            lines = [line for name in names for line in script_diff.hunks(torchrun_changes.get(name, []))]
             lines = [line for i, line in enumerate(lines) if not (line == " ..." and lines[i - 1:i] == [line])]
             return _code_html("\n".join(lines), "diff", words["book_torchrun_diff"].format(parts=listed))
         title = words["book_script"].format(script=script, parts=listed)
-        block = _code_html("\n\n\n".join(book.get(name, "") for name in names), "python", title)
+        block = _code_html("\n\n\n".join(book_script.get(name, "") for name in names), "python", title)
         return _folded(escape(title), block) if match[2] else block
 
     content = BOOK_MARK.sub(book_parts, content)
     if shown:
-        wanted = {("DDP-script.py", name) for name in book}
+        wanted = {("DDP-script.py", name) for name in book_script}
         if any(script == "DDP-script-torchrun.py" for script, _ in shown):
             wanted |= {("DDP-script-torchrun.py", name) for name in torchrun_changes}
         if missing := sorted(wanted - set(shown)):
             log.warning(f"{page} leaves out the book's parts {missing}; show each with <!-- book's ... -->")
         if twice := sorted({entry for entry in shown if shown.count(entry) > 1 or entry not in wanted}):
             log.warning(f"{page} shows the book's parts {twice} twice, or parts that do not exist or differ")
-    for script in script_diff.BASES:
-        if (mark := script_diff.MARK.format(script=script)) in content:
-            content = content.replace(mark, _script_diff(script, edition))
-    return content
+    return DIFF_MARK.sub(lambda match: _script_diff(match[1], edition), content)
 
 
 def _script_diff(script: str, edition) -> str:
-    """Ours as a list: a line for each changed part, which opens the part's diff and the reason."""
-    words, language = edition.words, edition.language
-    base_file = script_diff.BASES[script]
-    base = words["the_books"] if base_file.parent == script_diff.BOOK else base_file.name
-    reasons, items = script_diff.reasons().get(script, {}), []
-    compared = script_diff.compare(script)
-    for part in compared:
-        if not part.diff:
-            continue
+    """Ours as a list: a line for each changed part, which opens its reason and diff."""
+    words, base_file = edition.words, script_diff.BASES[script]
+    base = words["the_books"] if base_file.parent == BOOK else base_file.name
+    reasons, items, compared = script_diff.reasons().get(script, {}), [], script_diff.compare(script)
+    for part in (part for part in compared if part.diff):
         if part.name not in reasons:
             log.warning(f"{script_diff.DECLARED.name}: the part {part.name} of scripts/{script} differs "
                         f"without a reason; declare one as [{script[:-3]}.{part.name}]")
-        declared = reasons.get(part.name, {}).get(language, {"summary": "", "reason": ""})
-        title = words["ours"].format(adds=edition.spaced(words["script_diff"].format(script=script, part=part.name,
-                                                                                     base=base)))
-        reason = render_markdown(book.ISSUE.sub(lambda m: f"[{m[0]}]({book.ISSUES}{m[1]})", declared["reason"]))
+        declared = reasons.get(part.name, {}).get(edition.language, {"summary": "", "reason": ""})
+        adds = edition.spaced(words["script_diff"].format(script=script, part=part.name, base=base))
+        title = words["ours"].format(adds=adds)
+        reason = render_markdown(book.linked(declared["reason"]))
         summary = render_markdown(f"`{part.name}`{words['colon']}{declared['summary']}")[3:-4]  # without <p>
         items.append(_folded(summary, reason + _code_html("\n".join(part.diff), "diff", title)))
     same = words["list"].join(f"<code>{part.name}</code>" for part in compared if not part.diff)
@@ -396,32 +326,33 @@ def _script_diff(script: str, edition) -> str:
 def on_page_markdown(markdown: str, /, *, page: Page, config: MkDocsConfig, files: Files) -> str:
     src, edition = page.file.src_uri, editions.of(config)
     markdown = prerequisites.fill(markdown, edition)  # the Pythons and packages a reader needs
-    if REPOSITORY_MARK in markdown:
-        markdown = markdown.replace(REPOSITORY_MARK, _repository_line(config, edition))
-    if book.TABLE_MARK in markdown:
-        markdown = markdown.replace(book.TABLE_MARK, _differences_table(edition))
-    if editions.GLOSSARY_MARK in markdown:
-        markdown = markdown.replace(editions.GLOSSARY_MARK, _glossary_table())
-    if checker.VERSIONS_MARK in markdown:  # with the pages as they are now: a page changed since says so
-        results = json.loads(checker.VERSIONS.read_text())
-        markdown = markdown.replace(checker.VERSIONS_MARK, checker.versions_md(results, edition.language))
+    for mark, text in {REPOSITORY_MARK: lambda: config.extra["repository_line"],
+                       book.TABLE_MARK: lambda: _differences_table(edition), editions.GLOSSARY_MARK: _glossary_table,
+                       # with the pages as they are now: a page changed since says so
+                       checker.VERSIONS_MARK: lambda: checker.versions_md(json.loads(checker.VERSIONS.read_text()),
+                                                                          edition.language)}.items():
+        if mark in markdown:
+            markdown = markdown.replace(mark, text())
     markdown = _with_labels(markdown, src, edition)
     if src not in pages.chapter_pages():
         return markdown
-    markdown = _with_outputs(markdown, src, edition)
-    box = _run_it_yourself(page, config, edition)
+    try:
+        cells = pages.program(src, markdown)
+    except (KeyError, ValueError) as error:  # pymdownx.snippets stops a build on it; serving, show the page
+        if serving():
+            markdown = pages.INCLUDE.sub(lambda m: "" if _missing(*m.groups()) else m[0], markdown)
+        return _problem(f"{edition.docs.name}/{src}: {error.args[0]}", "Missing code") + markdown  # until fixed
+    markdown = _with_outputs(markdown, src, cells, edition)
+    box = _run_it_yourself(src, cells, config, edition)
     if page.meta.get("run_it_yourself") == "at the end":  # e.g. not above the exercises' solutions
         return f"{markdown.rstrip()}\n\n{box}"
     title, _, rest = markdown.partition("\n")  # after the title, which stays first
     return f"{title}\n\n{box}{rest}"
 
 
-# ---------------------------------------------------------------------------------------------
-# Out of the search index (Material skips what is marked data-search-exclude): a whole embedded script
-# would answer every search for a name in it with 200 lines of code, and the collapsed earlier code would
-# preview instead of the page's own text; the sections that explain the names stay indexed.
-
-# A code block titled with a script's path alone (a section of a script has "path: section").
+# Out of the search index (data-search-exclude): a whole script, which would answer every search for a name in
+# it, and the collapsed earlier code, which would preview instead of the page's own text. A code block titled
+# with a script's path alone is a whole script (a section of one has "path: section").
 WHOLE_SCRIPT = re.compile(r'<div class="language-\w+ highlight"(?=><span class="filename">(?:scripts/[\w.-]+|'
                           r'[\w.-]+\.sbatch)</span>)')
 EARLIER_CODE = re.compile(r'<details(?= class="example">\s*<summary>(?:%s)</summary>)' % "|".join(
@@ -435,10 +366,8 @@ def on_page_content(html: str, /, *, page: Page, config: MkDocsConfig, files: Fi
     return EARLIER_CODE.sub("<details data-search-exclude", html)
 
 
-# The search index, written again (Material's search plugin has written it by now: hooks run after the plugins)
-# in UTF-8, where the plugin's \u escapes took 6 bytes for a Chinese character, and without the zero-width
-# spaces with which the plugin's jieba segmentation surrounds each word where a space or a punctuation mark
-# beside it parts the words already: the search splits the text into the same words, from fewer bytes.
+# The search index, written again after Material's search plugin: in UTF-8 (not 6-byte \u escapes), and without
+# the zero-width spaces that jieba puts around each word where a space or punctuation parts the words already.
 ZERO_WIDTH_SPACE = "\u200b"
 
 
@@ -465,8 +394,8 @@ def on_post_build(*, config: MkDocsConfig) -> None:
     index_file.write_text(json.dumps(index, ensure_ascii=False, separators=(",", ":")))
 
 
-# A table with an empty corner names its rows in its first column: those cells are the rows' headers, and
-# the corner an empty data cell (an empty header names nothing, and screen readers announce it).
+# A table with an empty corner names its rows in its first column: those cells become row headers, the corner
+# an empty data cell (screen readers announce an empty header).
 ROW_NAMED_TABLE = re.compile(r"<table>\s*<thead>\s*<tr>\s*<th></th>.*?</table>", re.S)
 FIRST_CELL = re.compile(r"(<tr>\s*)<td([^>]*)>(.*?)</td>", re.S)
 
@@ -477,8 +406,7 @@ def _row_headers(table: re.Match) -> str:
 
 
 def on_page_context(context: dict, /, *, page: Page, config: MkDocsConfig, nav: Navigation) -> dict:
-    """The language switch (partials/alternate.html): {language: this page in that edition, where it has
-    one, else that edition's home page}. Relative links, so they work wherever the site is published."""
+    """The language switch (partials/alternate.html): {language: this page in that edition, else its home}."""
     edition, url = editions.of(config), page.url
     if url.endswith(".html"):  # the 404 page, served at any depth: the editions' roots, from site_url
         return context

@@ -1,18 +1,8 @@
-"""MkDocs hooks for the notebook pages (mkdocs-jupyter renders them).
+"""MkDocs hooks for the notebook pages (mkdocs-jupyter renders them): a cache per converter version, no search
+entries (the chapter pages index the same code), the English notebook's heading anchors, plots inline, math as
+MathML, a "Read along" box, code cells as Material code blocks, and light pages: only the CSS rules that can match
+(~50 KB of ~590 KB), in a stylesheet, and no markup that shows nothing."""
 
-- Cache the converted notebooks per set of converter versions: mkdocs-jupyter's cache (`cache_dir`) is keyed
-  by the notebook and the plugin's options, not by mkdocs-jupyter's or nbconvert's version. Each edition gets
-  its own folder in it, since a build evicts every entry it did not use.
-- Leave the notebooks out of the search index: the chapter pages index the same code.
-- Give each heading the anchor of its place in the English notebook, in the page and its table of contents.
-- Move the CSS that mkdocs-jupyter inlines into every notebook page (~590 KB) into a stylesheet, keeping only
-  the rules that can match on the page (~50 KB), drop the markup its own CSS hides, make each code cell a
-  Material code block (its copy button), render the math to MathML, put its English words in the edition's,
-  and add a box with the chapters the cells come from.
-- Keep the pages light: drop the markup that shows nothing, and colour only what carries meaning in code.
-"""
-
-import base64
 import hashlib
 import html
 import importlib.metadata
@@ -22,7 +12,6 @@ import logging
 import re
 import shutil
 import sys
-from functools import partial
 from pathlib import Path
 
 import latex2mathml.converter
@@ -34,8 +23,8 @@ from mkdocs.structure.pages import Page
 from mkdocs.utils import get_relative_url
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # mkdocs loads this file by path
-from tools import editions, pages
-from tools.sections import OUTPUTS
+from tools import ROOT, editions, pages
+from tools.store import output_path
 
 log = logging.getLogger("mkdocs.hooks")
 
@@ -48,28 +37,19 @@ def converter_key():
 
 
 def on_config(config: MkDocsConfig) -> MkDocsConfig:
+    """A cache folder per converter version (not in mkdocs-jupyter's key) and edition (a build evicts the rest)."""
     plugin = config.plugins.get("mkdocs-jupyter")
     if plugin is None or not plugin.config["cache"]:
         return config
     root, folder = Path(plugin.config["cache_dir"]), f"converter-{converter_key()}"
-    for old in root.glob("converter-*"):
-        if old.name != folder:
-            shutil.rmtree(old, ignore_errors=True)
+    for old in (old for old in root.glob("converter-*") if old.name != folder):
+        shutil.rmtree(old, ignore_errors=True)
     plugin.config["cache_dir"] = str(root / folder / Path(config.docs_dir).name)
     return config
 
 
-def on_page_content(html: str, /, *, page: Page, config: MkDocsConfig, files: Files) -> str:
-    if not page.file.src_uri.endswith(".ipynb"):
-        return html
-    page.meta["search"] = {"exclude": True}  # read by Material's search plugin
-    return _with_anchors(html, page, config)
-
-
-# A heading's id, in the page and in its table of contents. mkdocs-jupyter makes both from the heading's
-# ASCII letters only, so a heading in Chinese alone got id="" and a link to #_1 that led nowhere. Each
-# heading takes the anchor of its place in the English notebook instead, as the Chinese chapter pages keep the
-# English pages' anchors.
+# A heading's id, in the page and its table of contents: mkdocs-jupyter makes it from ASCII letters only (a Chinese
+# heading got id=""), so each takes the anchor of its place in the English notebook, as the Chinese pages do.
 HEADING = re.compile(r'(<h[1-6] id=")[^"]*(">(?:(?!</h).)*?<a class="anchor-link" href="#)[^"]*(")', re.S)
 MARKDOWN_HEADING = re.compile(r"^#{1,6} +(.+?) *#*$", re.M)
 
@@ -78,8 +58,7 @@ def _english_anchors(name: str, config: MkDocsConfig) -> list[str]:
     """The anchors of the headings of the English notebook `name`, in order, as the toc extension makes them."""
     toc = config.mdx_configs.get("toc", {})
     slugify, used, anchors = toc.get("slugify", markdown.extensions.toc.slugify), set(), []
-    notebook = json.loads((editions.ENGLISH.notebooks / f"{name}.ipynb").read_text())
-    for cell in notebook["cells"]:
+    for cell in json.loads((editions.ENGLISH.notebooks / f"{name}.ipynb").read_text())["cells"]:
         if cell["cell_type"] == "markdown":
             text = re.sub(r"^(`{3,}|\$\$).*?^\1", "", "".join(cell["source"]), flags=re.S | re.M)
             for heading in MARKDOWN_HEADING.findall(text):
@@ -87,18 +66,19 @@ def _english_anchors(name: str, config: MkDocsConfig) -> list[str]:
     return anchors
 
 
-def _with_anchors(html: str, page: Page, config: MkDocsConfig) -> str:
-    name = Path(page.file.src_uri).stem
-    if name not in pages.NOTEBOOKS:
+def _toc_links(links):
+    for link in links:
+        yield link
+        yield from _toc_links(link.children)
+
+
+def on_page_content(html: str, /, *, page: Page, config: MkDocsConfig, files: Files) -> str:
+    if not page.file.src_uri.endswith(".ipynb"):
         return html
-    anchors = _english_anchors(name, config)
-
-    def toc_links(links):
-        for link in links:
-            yield link
-            yield from toc_links(link.children)
-
-    links, headings = list(toc_links(page.toc)), HEADING.findall(html)
+    page.meta["search"] = {"exclude": True}  # read by Material's search plugin
+    if (name := Path(page.file.src_uri).stem) not in pages.NOTEBOOKS:
+        return html
+    anchors, links, headings = _english_anchors(name, config), list(_toc_links(page.toc)), HEADING.findall(html)
     if not len(links) == len(headings) == len(anchors):
         log.warning(f"{page.file.src_uri} has {len(headings)} headings ({len(links)} in its table of contents), "
                     f"its English notebook {len(anchors)}: run `make outputs`")
@@ -106,18 +86,12 @@ def _with_anchors(html: str, page: Page, config: MkDocsConfig) -> str:
     for link, anchor in zip(links, anchors):
         link.id = anchor
     anchor = iter(anchors)
-
-    def with_anchor(heading: re.Match) -> str:
-        id = next(anchor)
-        return f"{heading[1]}{id}{heading[2]}{id}{heading[3]}"
-
-    return HEADING.sub(with_anchor, html)
+    return HEADING.sub(lambda h: f"{h[1]}{(a := next(anchor))}{h[2]}{a}{h[3]}", html)
 
 
 STYLE = re.compile(r"<style[^>]*>(.*?)</style>\s*", re.S)
-# A code cell's code, made a Material code block (<pre><code>): Material gives it the copy button of every other
-# page, with its announced "Copied" message, and a Tab stop when it scrolls sideways. mkdocs-jupyter's own
-# copy button (a faint icon, its text copy of the cell, its scripts) goes.
+# A code cell's code, made a Material code block (<pre><code>): it gets the copy button of every other page (with its
+# announced "Copied") and a Tab stop when it scrolls sideways; mkdocs-jupyter's faint copy button and scripts go.
 CELL_CODE = re.compile(r'(<div class="highlight-ipynb[^"]*">)<pre>(.*?)</pre>', re.S)
 # mkdocs-jupyter makes every cell and output a Tab stop: reading is not something to do with the keyboard.
 CELL_TAB_STOP = re.compile(r'(<div class="jp-[^"]*"[^>]*?) tabindex="0"')
@@ -139,8 +113,7 @@ INSIDE_THE_PAGE = re.compile(r"\S\s+(?::root|html|body)\b")
 
 
 def used_rules(css: str, classes: set[str]) -> str:
-    """The rules of `css` whose selectors can match on a page with these classes: a selector that names
-    another class is left out, and so is a rule (or @media block) left with none. Other at-rules are kept."""
+    """The rules of `css` whose selectors can match on a page with these classes (other at-rules are kept)."""
     kept, start = [], 0
     while (brace := css.find("{", start)) >= 0:
         end, depth = brace + 1, 1
@@ -179,45 +152,46 @@ def _read_along(page, config) -> str:
     words = edition.words
     links = " · ".join(f'<a href="{get_relative_url(CHAPTERS[p][1], page.url)}">{CHAPTERS[p][0]}</a>'
                        for p in pages.NOTEBOOKS[name])
-    colab, the_books = pages.colab_url(config, name, edition)
-    colab = words["read_along_colab_book" if the_books else "read_along_colab"].format(url=colab)
+    colab = pages.colab_link(config, name, edition, "read_along_colab")
     return (f'<div class="admonition info"><p class="admonition-title">{words["read_along"]}</p>'
             f"<p>{words['read_along_text'].format(chapters=links)}{colab}</p></div>\n")
 
 
-# Display math in a notebook's text cells, which Jupyter and Colab render with MathJax; the site
-# renders it to MathML here, as on the chapter pages, so it needs no script and no network.
-# mkdocs-jupyter 0.26 passes `$$…$$` through; 0.27 (Python 3.12 and newer) writes it as `\[…\]`.
+# Display math in the text cells (MathJax in Jupyter and Colab) as MathML, as on the chapter pages: no script, no
+# network. mkdocs-jupyter 0.26 passes `$$…$$` through; 0.27 (Python 3.12 and newer) writes `\[…\]`.
 NOTEBOOK_MATH = re.compile(r"\$\$(.+?)\$\$|\\\[(.+?)\\\]", re.S)
 
 
-# A plot in a notebook, which mkdocs-jupyter shows as an <img> of the SVG: inline instead, it follows the
-# palette as on the chapter pages, and is named by what it shows.
-NOTEBOOK_PLOT = re.compile(r'<img [^>]*?src="data:image/svg\+xml;base64,([A-Za-z0-9+/=]+)"[^>]*>')
+# A plot, which nbconvert shows as an <img> of its SVG in base64: the notebook's own SVG and text (what the plot
+# shows), read from the .ipynb, take its place unread; inline, it follows the palette as on the chapter pages.
+NOTEBOOK_PLOT = re.compile(r'<img [^>]*?src="data:image/svg\+xml;base64,[^"]*"[^>]*>')
 
 
-def _inline_plot(words: dict, recorded: dict[str, str], match: re.Match) -> str:
-    svg = base64.b64decode(match[1]).decode()
-    if (key := recorded.get(svg)) is None:
-        log.warning("a notebook shows a plot that is not recorded (snippets/outputs/*/*.svg); run `make outputs`")
-        return match[0]
-    caption = html.escape(words[f"plot:{key}"], quote=True)
-    svg = _unwrapped(SVG_METADATA.sub("", svg[svg.index("<svg"):]), "g", lambda tag: tag == "<g>")
-    return svg.replace("<svg ", f'<svg role="img" aria-label="{caption}" ', 1)
+def _plots(page: Page) -> list[str]:
+    plots = []  # in page order, each an inline SVG named by what it shows
+    for cell in json.loads(Path(page.file.abs_src_path).read_text())["cells"]:
+        for data in (output.get("data", {}) for output in cell.get("outputs", [])):
+            if "image/svg+xml" in data:
+                svg, recorded = "".join(data["image/svg+xml"]), output_path(cell["metadata"]["section"], ".svg")
+                if not recorded.exists() or recorded.read_text() != svg:
+                    log.warning(f"{page.file.src_uri}: a plot differs from {recorded.relative_to(ROOT)}; "
+                                "run `make outputs`")
+                caption = html.escape("".join(data["text/plain"]), quote=True)
+                svg = _unwrapped(SVG_METADATA.sub("", svg[svg.index("<svg"):]), "g", lambda tag: tag == "<g>")
+                plots.append(svg.replace("<svg ", f'<svg role="img" aria-label="{caption}" ', 1))
+    return plots
 
 
-# A light page (at most 3,000 elements, tests/test_site_build.py), code-part1 too, which has the code of eight
-# chapters: the markup that shows nothing goes. Matplotlib groups each part of a plot in a <g> that has no
-# attribute, and describes itself in <metadata>; mkdocs-jupyter wraps each code cell in a second cell, and each
-# cell in a flex row that holds one child, and gives a text cell a prompt that its own CSS hides.
+# A light page (at most 3,000 elements, tests/test_site_build.py), code-part1's eight chapters too: what shows
+# nothing goes. Matplotlib's <g>s without attributes and its <metadata>; mkdocs-jupyter's second cell around each
+# code cell (5 px of padding), the one-child flex row around each cell, and a text cell's prompt, which its CSS hides.
 SVG_METADATA = re.compile(r"\s*<metadata>.*?</metadata>", re.S)
 TEXT_CELL_PROMPT = re.compile(r'<div class="jp-InputPrompt jp-InputArea-prompt">\s*</div>'
                               r'(?=<div class="jp-RenderedHTML)')
 NO_BOX = re.compile(r'<div class="(?:jp-Cell jp-CodeCell jp-Notebook-cell(?: jp-mod-noOutputs)?'
                     r'|jp-Cell-inputWrapper)">')
-# A code cell keeps the colours of keywords, strings, numbers and comments (k*, s*, m*, c*, ow: Pygments'
-# names): names have no colour in mkdocs-jupyter's CSS, and punctuation and operators take the code's, which
-# leaves out about 2,000 of code-part1's elements.
+# A code cell keeps the spans of keywords, strings, numbers and comments (Pygments' k*, s*, m*, c*, ow): the others
+# take the code's colour in mkdocs-jupyter's CSS anyway (about 2,000 of code-part1's elements).
 PLAIN_TOKEN = re.compile(r'<span(?: class="(?![kscm]|ow")[\w-]*")?>([^<]*)</span>')
 
 
@@ -239,19 +213,13 @@ def _unwrapped(markup: str, tag: str, drop) -> str:
     return "".join(kept) + markup[start:]
 
 
-def _lighter(body: str) -> str:
-    """The notebook's cells with less markup: what goes showed nothing but the doubled cell's 5 px of padding."""
-    return _unwrapped(TEXT_CELL_PROMPT.sub("", body), "div", lambda tag: bool(NO_BOX.fullmatch(tag)))
-
-
 def on_post_page(output: str, /, *, page: Page, config: MkDocsConfig) -> str:
     if not page.file.src_uri.endswith(".ipynb"):
         return output
     output = NOTEBOOK_MATH.sub(
         lambda m: latex2mathml.converter.convert(html.unescape(m[1] or m[2]).strip(), display="block"), output)
-    words = editions.of(config).words  # mkdocs-jupyter's own English words, in the edition's
-    recorded = {plot.read_text(): f"{plot.parent.name}:{plot.stem}" for plot in OUTPUTS.glob("*/*.svg")}
-    output = NOTEBOOK_PLOT.sub(partial(_inline_plot, words, recorded), output)
+    plots = iter(_plots(page))
+    output = NOTEBOOK_PLOT.sub(lambda match: next(plots, match[0]), output)
     if Path(page.file.src_uri).stem in pages.NOTEBOOKS:  # under the title, the first heading inside it
         title_end = output.find("</h1>", output.find('<div class="jupyter-wrapper">')) + len("</h1>")
         output = output[:title_end] + _read_along(page, config) + output[title_end:]
@@ -259,18 +227,16 @@ def on_post_page(output: str, /, *, page: Page, config: MkDocsConfig) -> str:
     body = CELL_TAB_STOP.sub(r"\1", JUPYTER_COPY.sub("", body))
     # Material names a code block after the nearest id, and a cell's (cell-id=cell-002) is no CSS selector.
     number = itertools.count(1)
-    body = CELL_CODE.sub(lambda m: f'{m[1]}<pre id="cell-{next(number)}"><code>{_colours(m[2])}</code></pre>',
-                         _lighter(body))
+    body = _unwrapped(TEXT_CELL_PROMPT.sub("", body), "div", lambda tag: bool(NO_BOX.fullmatch(tag)))
+    body = CELL_CODE.sub(lambda m: f'{m[1]}<pre id="cell-{next(number)}"><code>{_colours(m[2])}</code></pre>', body)
     classes = {name for names in CLASSES.findall(body) for name in names.split()}
     css = used_rules(COMMENT.sub("", "\n".join(STYLE.findall(body))), classes)
     name = f"assets/stylesheets/jupyter-{hashlib.sha256(css.encode()).hexdigest()[:12]}.css"
     target = Path(config.site_dir) / name
-    if not target.exists():
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(css)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(css)
     link = f'<link rel="stylesheet" href="{get_relative_url(name, page.url)}">\n'
-    first = STYLE.search(body).start()
-    body = body[:first] + link + STYLE.sub("", body[first:])
+    body = STYLE.sub("", STYLE.sub(lambda first: link, body, count=1))  # the first <style> becomes the link
     return head + "<body" + COLLAPSER.sub("", CDN_MERMAID.sub("", body))
 
 

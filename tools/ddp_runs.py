@@ -1,0 +1,103 @@
+"""The DDP scripts' recorded runs: what each is (SCRIPT_RUNS), the environment they run in, and what
+they print, rank by rank; the recorder, gpu_check, bench and the DDP tests read them here."""
+
+import os
+import re
+import runpy
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from tools import ROOT
+from tools.page_runner import TIME_LIMIT, TimedOut, run
+from tools.store import RecordingError
+
+RANK_LINE = re.compile(r"\[rank (\d+)\] ")
+
+
+def in_rank_order(stdout: str) -> str:
+    """A DDP run's lines with each rank's together, rank after rank, each in the order it printed them;
+    lines of no rank first. The ranks print at the same time, so a terminal shows them interleaved, and
+    differently on every run: the pages show a run this way, and say so."""
+    def rank(line):
+        return int(match[1]) if (match := RANK_LINE.match(line)) else -1
+    return "".join(sorted(stdout.splitlines(keepends=True), key=rank))
+
+
+def trained_fully(stdout: str, world_size: int) -> bool:
+    """Whether every rank of a DDP run printed the accuracy lines of a model that learned the toy data."""
+    return all(f"[rank {rank}] {data} accuracy 1.0\n" in stdout
+               for rank in range(world_size) for data in ("Training", "Test"))
+
+
+@dataclass(frozen=True)
+class ScriptRun:
+    """A recorded run: the command a reader types, the arguments after `python`, what is kept.
+    A run that trains is recorded from stdout, where the scripts print the same bytes on every run
+    (notes that change, such as where a snapshot is, go to stderr); a failing one from stderr.
+    `env`: variables the command sets (a fault injected from scripts/fault-injection)."""
+
+    command: str
+    args: tuple
+    stream: str = "stdout"
+    status: int = 0  # the exit status the run must have
+    env: tuple = ()  # (name, value) pairs
+
+    def recorded(self, stdout: str, stderr: str) -> str:
+        """What is kept of a run of it: its recorded stream, the ranks' lines in rank order."""
+        return in_rank_order(stdout) if self.stream == "stdout" else stderr
+
+
+def run_key(name: str) -> str:
+    """The key of SCRIPT_RUNS[name]'s machine-dependent lines in snippets/varying_outputs.toml."""
+    return f"scripts:{Path(name).stem}"
+
+
+FAULT_INJECTION = ROOT / "scripts" / "fault-injection"
+SCRIPT_RUNS = {
+    "DDP-script.txt": ScriptRun("python scripts/DDP-script.py", ("scripts/DDP-script.py",)),
+    "DDP-script-fault-kill.txt": ScriptRun(
+        "PYTHONPATH=scripts/fault-injection FAULT=kill python scripts/DDP-script.py",
+        ("scripts/DDP-script.py",), stream="stderr", status=1,
+        env=(("PYTHONPATH", str(FAULT_INJECTION)), ("FAULT", "kill"))),
+}
+
+
+def ddp_environment(**extra) -> dict:
+    """The caller's environment on the CPU, without what would steer a DDP launch: the same
+    recording on every machine. PYTHONUNBUFFERED would make each rank write a line in two pieces,
+    which the other ranks' lines can split."""
+    steering = {"MASTER_ADDR", "MASTER_PORT", "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE",
+                "GROUP_RANK", "USE_LIBUV", "OMP_NUM_THREADS", "PYTHONPATH", "PYTHONUNBUFFERED"}
+    env = {k: v for k, v in os.environ.items()
+           if k not in steering and not k.startswith(("TORCHELASTIC_", "TORCH_DISABLE_SHARE"))}
+    return {**env, "CUDA_VISIBLE_DEVICES": "", **extra}
+
+
+def run_script(name: str) -> str:
+    """What SCRIPT_RUNS[name] prints on its recorded stream; RecordingError if it ends otherwise."""
+    script_run = SCRIPT_RUNS[name]
+    with tempfile.TemporaryDirectory(prefix="ddp-run-") as tmp:  # torchrun's files go, however it ends
+        try:
+            status, stdout, stderr = run([sys.executable, *script_run.args], TIME_LIMIT, cwd=ROOT,
+                                         env=ddp_environment(TMPDIR=tmp, **dict(script_run.env)))
+        except TimedOut as stopped:
+            raise RecordingError(f"`{script_run.command}` was {stopped}.") from None
+    if status != script_run.status:
+        raise RecordingError(f"`{script_run.command}` exited with status {status}, not {script_run.status}. "
+                             f"Its standard error:\n{stderr}")
+    return script_run.recorded(stdout, stderr)
+
+
+def training_data():
+    """DDP-script.py's training set (the enlarged toy data), made by the script itself; its samplers need a
+    process group: one of one process, in memory, for the call."""
+    import torch.distributed as dist
+
+    script = runpy.run_path(str(ROOT / "scripts" / "DDP-script.py"))  # its launcher runs only under __main__
+    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    try:
+        return script["prepare_dataset"]()[0].dataset
+    finally:
+        dist.destroy_process_group()
