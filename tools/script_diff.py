@@ -40,6 +40,14 @@ class Part:
     diff: list[str]  # the part's lines, each with "+", "-" or " " in front; empty if unchanged
 
 
+@cache
+def book_scripts() -> tuple[dict[str, str], dict[str, list[str]]]:
+    """The book's DDP-script.py part by part, and its torchrun script's changed parts as diffs of it: once a build."""
+    code = (BOOK / "DDP-script.py").read_text()
+    torchrun = compare_code(code, (BOOK / "DDP-script-torchrun.py").read_text())
+    return parts(code), {part.name: part.diff for part in torchrun if part.diff}
+
+
 def compare(script: str) -> list[Part]:  # scripts/SCRIPT against its base
     return compare_code(BASES[script].read_text(), (SCRIPTS / script).read_text())
 

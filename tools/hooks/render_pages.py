@@ -274,10 +274,7 @@ def _folded(summary: str, body: str) -> str:
 
 def _scripts_as_html(content: str, page: str, edition) -> str:
     words, shown = edition.words, []
-    book_code = (BOOK / "DDP-script.py").read_text()  # and the book's torchrun script as a diff of it
-    book_script = script_diff.parts(book_code)
-    torchrun = script_diff.compare_code(book_code, (BOOK / "DDP-script-torchrun.py").read_text())
-    torchrun_changes = {part.name: part.diff for part in torchrun if part.diff}
+    book_script, torchrun_changes = script_diff.book_scripts()
 
     def book_parts(match):
         script, names = match[1].split()[0], [name.strip() for name in match[3].split(",")]
