@@ -24,9 +24,10 @@ from ddp_harness import (
     single_process_weights,
 )
 
-from tools import ROOT, script_diff
-from tools.ddp_runs import SCRIPT_RUNS, ScriptRun, in_rank_order, trained_fully
+from tools import BOOK, ROOT, ddp_numbers, script_diff
+from tools.ddp_runs import SCRIPT_RUNS, ScriptRun, in_rank_order, trained_fully, training_data, training_loader
 from tools.ddp_runs import ddp_environment as environment
+from tools.editions import ENGLISH
 from tools.page_runner import run
 from tools.sections import section_code
 from tools.store import RecordingError
@@ -231,6 +232,20 @@ def test_a_change_to_the_books_script_that_is_not_there_once_is_refused(tmp_path
     changes = ScriptRun("", ("book/DDP-script.py",), changes=(("device_ids=[rank]", ""), ("rank", "")))
     with pytest.raises(RecordingError, match="has 21 times, not once, the text 'rank'"):
         changes.arguments(tmp_path)
+
+
+@pytest.mark.parametrize("script", ["DDP-script.py", "DDP-script-torchrun.py"])
+def test_the_books_factor_lines_and_the_numbers_the_pages_state_are_what_the_scripts_do(script, tmp_path):
+    """Uncommenting the factor lines the pages name, and no others, makes the training set the pages say."""
+    numbers = {name: number(ENGLISH) for name, number in ddp_numbers.NUMBERS.items()}
+    first, last, _ = ddp_numbers.factor_block(BOOK / script)
+    lines = (BOOK / script).read_text().splitlines(keepends=True)
+    lines[first - 1:last] = [line.replace("# ", "", 1) for line in lines[first - 1:last]]
+    (tmp_path / script).write_text("".join(lines))
+    as_shipped, with_factor = training_loader(BOOK / script), training_loader(tmp_path / script)
+    assert len(as_shipped.dataset) == numbers["book.examples"] and as_shipped.batch_size == numbers["book.batch_size"]
+    assert len(with_factor.dataset) == numbers["book.examples_with_factor"]
+    assert len(training_data()) == numbers["ours.examples"]
 
 
 def test_gpu_check_without_cuda_says_so_in_one_sentence_and_fails():

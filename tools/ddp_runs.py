@@ -122,14 +122,19 @@ def run_script(name: str) -> str:
     return script_run.recorded(stdout, stderr)
 
 
-def training_data():
-    """DDP-script.py's training set (the enlarged toy data), made by the script itself; its samplers need a
-    process group: one of one process, in memory, for the call."""
+def training_loader(script: Path = ROOT / "scripts" / "DDP-script.py"):
+    """The training loader that a DDP script's prepare_dataset makes (ours, or a copy of the book's); its sampler
+    needs a process group: one of one process, in memory, for the call."""
     import torch.distributed as dist
 
-    script = runpy.run_path(str(ROOT / "scripts" / "DDP-script.py"))  # its launcher runs only under __main__
+    functions = runpy.run_path(str(script))  # its launcher runs only under __main__
     dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
     try:
-        return script["prepare_dataset"]()[0].dataset
+        return functions["prepare_dataset"]()[0]
     finally:
         dist.destroy_process_group()
+
+
+def training_data():
+    """DDP-script.py's training set (the enlarged toy data), made by the script itself."""
+    return training_loader().dataset

@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # mkdocs loads thi
 for name in [name for name in sys.modules if name == "tools" or name.startswith("tools.")]:
     del sys.modules[name]
 
-from tools import BOOK, ROOT, book, checker, editions, pages, prerequisites, script_diff, tomllib  # noqa: E402
+from tools import BOOK, ROOT, book, checker, ddp_numbers, editions, pages, prerequisites, script_diff, tomllib  # noqa: E402
 from tools.sections import section_code  # noqa: E402
 from tools.store import GPU_OUTPUTS, MANIFEST, output_path, varying_patterns  # noqa: E402
 
@@ -357,7 +357,11 @@ EARLIER_CODE = re.compile(r'<details(?= class="example">\s*<summary>(?:%s)</summ
 
 
 def on_page_content(html: str, /, *, page: Page, config: MkDocsConfig, files: Files) -> str:
-    html = _scripts_as_html(html, page.file.src_uri, editions.of(config))
+    edition = editions.of(config)
+    html = _scripts_as_html(html, page.file.src_uri, edition)
+    html, problems = ddp_numbers.fill(html, edition)  # in the HTML, where a mark in inline code is text
+    for problem in problems:
+        log.warning(f"{edition.docs.name}/{page.file.src_uri}: {problem}")
     html = WHOLE_SCRIPT.sub(r"\g<0> data-search-exclude", html)
     html = ROW_NAMED_TABLE.sub(_row_headers, html)
     return EARLIER_CODE.sub("<details data-search-exclude", html)
