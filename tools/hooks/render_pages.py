@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # mkdocs loads thi
 for name in [name for name in sys.modules if name == "tools" or name.startswith("tools.")]:
     del sys.modules[name]
 
-from tools import BOOK, ROOT, book, checker, editions, pages, prerequisites, script_diff, tomllib  # noqa: E402
+from tools import BOOK, ROOT, book, checker, ddp_numbers, editions, pages, prerequisites, script_diff, tomllib  # noqa: E402
 from tools.sections import section_code  # noqa: E402
 from tools.store import GPU_OUTPUTS, MANIFEST, output_path, varying_patterns  # noqa: E402
 
@@ -264,8 +264,9 @@ def _code_html(code: str, language: str, title: str) -> str:
     """A code block as Material renders one with a title, without line spans; out of the search index."""
     tokens = pygments.highlight(code, pygments.lexers.get_lexer_by_name(language),
                                 pygments.formatters.HtmlFormatter(nowrap=True))
+    lines = "".join(f'<span class="line">{line}\n</span>' for line in tokens.split("\n")[:-1])  # each line whole
     return (f'<div class="language-{language} highlight" data-search-exclude>'
-            f'<span class="filename">{escape(title)}</span><pre><span></span><code>{tokens}</code></pre></div>')
+            f'<span class="filename">{escape(title)}</span><pre><span></span><code>{lines}</code></pre></div>')
 
 
 def _folded(summary: str, body: str) -> str:
@@ -356,8 +357,17 @@ EARLIER_CODE = re.compile(r'<details(?= class="example">\s*<summary>(?:%s)</summ
     re.escape(edition.words["earlier_code"]) for edition in editions.EDITIONS.values()))
 
 
+# On the pages that show the DDP scripts every code block wraps, each line marked where it continues (extra.css).
+CODE_BLOCK = re.compile(r'<div class="language-\w+ highlight')
+
+
 def on_page_content(html: str, /, *, page: Page, config: MkDocsConfig, files: Files) -> str:
-    html = _scripts_as_html(html, page.file.src_uri, editions.of(config))
+    edition = editions.of(config)
+    if BOOK_MARK.search(html) or DIFF_MARK.search(html):
+        html = CODE_BLOCK.sub(r"\g<0> wrapped", _scripts_as_html(html, page.file.src_uri, edition))
+    html, problems = ddp_numbers.fill(html, edition)  # in the HTML, where a mark in inline code is text
+    for problem in problems:
+        log.warning(f"{edition.docs.name}/{page.file.src_uri}: {problem}")
     html = WHOLE_SCRIPT.sub(r"\g<0> data-search-exclude", html)
     html = ROW_NAMED_TABLE.sub(_row_headers, html)
     return EARLIER_CODE.sub("<details data-search-exclude", html)
