@@ -400,6 +400,10 @@ LENGTH = """() => {
   return heights;
 }"""
 
+# The book's parts on A.9.3 that a phone shows folded and a desktop open (docs/assets/open-wide.js).
+FOLDED_WIDE = """() => [...document.querySelectorAll("details[data-open-wide]:not([open]) > summary")]
+  .map(summary => summary.textContent)"""
+
 # On A.9.3, every code block (folded ones opened) wraps rather than scrolls, each line a block of its own, and a line
 # that wraps has the bar beside its continued rows.
 CODE_WRAPS = r"""() => {
@@ -524,6 +528,7 @@ def test_page_works_in_a_browser(tab, events, screenshots, axe_script, source, u
     problems = open_page(tab, url)
     inside, figures = tab.evaluate(INSPECT_PAGE, [source, stored])
     problems += inside + (tab.evaluate(CODE_WRAPS) if url in A93_PAGES else [])
+    problems += [f"the book's part '{title}' is folded on a desktop" for title in tab.evaluate(FOLDED_WIDE)]
     if figures:  # each diagram's colour follows the palette
         dark, light = (tab.evaluate(PALETTE, scheme) for scheme in ("slate", "default"))  # light again
         problems += [f"diagram {i + 1} has the same colour ({colour}) in the light and the dark palette"

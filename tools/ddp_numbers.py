@@ -9,7 +9,7 @@ from tools import BOOK, ROOT
 from tools.ddp_runs import RANK_LINE
 from tools.store import SCRIPT_OUTPUTS
 
-MARK = re.compile(r"<!-- ddp ([\w.]+) -->")
+MARK = re.compile(r"(?<!`)<!-- ddp ([\w.]+) -->")  # not `<!-- ddp NAME -->`, code naming a mark
 
 
 def _tree(script) -> ast.Module:

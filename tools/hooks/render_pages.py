@@ -269,8 +269,11 @@ def _code_html(code: str, language: str, title: str) -> str:
             f'<span class="filename">{escape(title)}</span><pre><span></span><code>{lines}</code></pre></div>')
 
 
-def _folded(summary: str, body: str) -> str:
-    return f"<details><summary>{summary}</summary>{body}</details>"  # the code in it is out of the search
+def _folded(summary: str, body: str, wide_open: bool = False) -> str:
+    """Collapsed (its code is out of the search); `wide_open`: opened on a wide screen (docs/assets/open-wide.js),
+    so that a phone shows the book's parts as a list of titles and a desktop shows the code."""
+    opens = " data-open-wide" if wide_open else ""
+    return f"<details{opens}><summary>{summary}</summary>{body}</details>"
 
 
 def _scripts_as_html(content: str, page: str, edition) -> str:
@@ -284,10 +287,12 @@ def _scripts_as_html(content: str, page: str, edition) -> str:
         if script == "DDP-script-torchrun.py":
             lines = [line for name in names for line in script_diff.hunks(torchrun_changes.get(name, []))]
             lines = [line for i, line in enumerate(lines) if not (line == " ..." and lines[i - 1:i] == [line])]
-            return _code_html("\n".join(lines), "diff", words["book_torchrun_diff"].format(parts=listed))
-        title = words["book_script"].format(script=script, parts=listed)
-        block = _code_html("\n\n\n".join(book_script.get(name, "") for name in names), "python", title)
-        return _folded(escape(title), block) if match[2] else block
+            title = words["book_torchrun_diff"].format(parts=listed)
+            block = _code_html("\n".join(lines), "diff", title)
+        else:
+            title = words["book_script"].format(script=script, parts=listed)
+            block = _code_html("\n\n\n".join(book_script.get(name, "") for name in names), "python", title)
+        return _folded(escape(title), block, wide_open=not match[2])
 
     content = BOOK_MARK.sub(book_parts, content)
     if shown:
@@ -331,6 +336,9 @@ def on_page_markdown(markdown: str, /, *, page: Page, config: MkDocsConfig, file
                                                                           edition.language)}.items():
         if mark in markdown:
             markdown = markdown.replace(mark, text())
+    markdown, problems = ddp_numbers.fill(markdown, edition)  # before Markdown, which drops a comment in a line
+    for problem in problems:
+        log.warning(f"{edition.docs.name}/{src}: {problem}")
     markdown = _with_labels(markdown, src, edition)
     if src not in pages.chapter_pages():
         return markdown
@@ -365,9 +373,6 @@ def on_page_content(html: str, /, *, page: Page, config: MkDocsConfig, files: Fi
     edition = editions.of(config)
     if BOOK_MARK.search(html) or DIFF_MARK.search(html):
         html = CODE_BLOCK.sub(r"\g<0> wrapped", _scripts_as_html(html, page.file.src_uri, edition))
-    html, problems = ddp_numbers.fill(html, edition)  # in the HTML, where a mark in inline code is text
-    for problem in problems:
-        log.warning(f"{edition.docs.name}/{page.file.src_uri}: {problem}")
     html = WHOLE_SCRIPT.sub(r"\g<0> data-search-exclude", html)
     html = ROW_NAMED_TABLE.sub(_row_headers, html)
     return EARLIER_CODE.sub("<details data-search-exclude", html)
