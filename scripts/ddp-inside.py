@@ -1,0 +1,196 @@
+# Ours (A.9.3): DDP seen from the inside, on the book's toy data and
+# network (ToyDataset and NeuralNetwork: Sebastian Raschka, Apache License
+# 2.0, from "Build a Large Language Model From Scratch", Appendix A).
+"""Two processes train the book's toy network with DDP, as the book's
+DDP-script.py does (3 epochs of one step each), and rank 0 prints what
+every rank held: its weights before and after DDP(...), then at each step
+the examples it got, its own gradient of the output layer's bias, the
+average that the all-reduce gave back, and a checksum of its weights.
+
+    python ddp-inside.py    # NCCL on 2 GPUs, else Gloo on the CPU
+"""
+
+import os
+import platform
+import socket
+import sys
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+import torch.nn.functional as F
+from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, Dataset
+from torch.utils.data.distributed import DistributedSampler
+
+WORLD_SIZE = 2
+
+
+class ToyDataset(Dataset):
+    def __init__(self, X, y):
+        self.features = X
+        self.labels = y
+
+    def __getitem__(self, index):
+        one_x = self.features[index]
+        one_y = self.labels[index]
+        return one_x, one_y
+
+    def __len__(self):
+        return self.labels.shape[0]
+
+
+class NeuralNetwork(torch.nn.Module):
+    def __init__(self, num_inputs, num_outputs):
+        super().__init__()
+
+        self.layers = torch.nn.Sequential(
+            # 1st hidden layer
+            torch.nn.Linear(num_inputs, 30),
+            torch.nn.ReLU(),
+
+            # 2nd hidden layer
+            torch.nn.Linear(30, 20),
+            torch.nn.ReLU(),
+
+            # output layer
+            torch.nn.Linear(20, num_outputs),
+        )
+
+    def forward(self, x):
+        logits = self.layers(x)
+        return logits
+
+
+def checksum(model):
+    """The sum of all the weights, in 4 decimals: a few more decimals would
+    differ from CPU to CPU, whose vector units round differently."""
+    weights = torch.cat([p.detach().flatten() for p in model.parameters()])
+    return f"{weights.double().sum().item():+.4f}"
+
+
+def watch(state, bucket):
+    """A DDP communication hook. In backward(), DDP hands it each bucket of
+    gradients (one flat tensor) as soon as it is full, and gives every
+    parameter its part of the bucket the returned future holds. It runs
+    DDP's own all-reduce hook, keeping the bias's gradient before and after.
+    """
+    start = 0  # where the bias's gradient lies in the bucket
+    for param, grad in zip(bucket.parameters(), bucket.gradients()):
+        if param is state["bias"]:
+            break
+        start += grad.numel()
+    else:  # not in this bucket
+        return default_hooks.allreduce_hook(None, bucket)
+    part = slice(start, start + state["bias"].numel())
+    own = bucket.buffer()[part].clone()  # this rank's, before the all-reduce
+
+    def after(future):
+        averaged = future.value()  # the bucket: summed over ranks, / 2
+        state["seen"].append((own, averaged[part].clone()))
+        return averaged
+
+    return default_hooks.allreduce_hook(None, bucket).then(after)
+
+
+def train(rank, device):
+    """Train as the book does; return what this rank saw."""
+    X_train = torch.tensor([
+        [-1.2, 3.1],
+        [-0.9, 2.9],
+        [-0.5, 2.6],
+        [2.3, -1.1],
+        [2.7, -1.5]
+    ])
+    y_train = torch.tensor([0, 0, 0, 1, 1])
+    dataset = ToyDataset(X_train, y_train)
+    sampler = DistributedSampler(dataset)  # the same shuffle in every rank
+    loader = DataLoader(dataset, batch_size=2, shuffle=False,
+                        drop_last=True, sampler=sampler)
+
+    # Each rank draws its own first weights, as the book's processes do
+    # (never seeded); seeded by rank, so that every run prints the same.
+    torch.manual_seed(rank)
+    model = NeuralNetwork(num_inputs=2, num_outputs=2).to(device)
+    bias = model.layers[-1].bias  # the output layer's: 2 numbers
+    seen = {"before": (checksum(model), bias.tolist())}
+    model = DDP(model, device_ids=[rank] if device.type == "cuda" else None)
+    seen["after"] = (checksum(model), bias.tolist())  # rank 0's, broadcast
+    state = {"bias": bias, "seen": []}
+    model.register_comm_hook(state, watch)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
+
+    seen["steps"] = []
+    for epoch in range(3):
+        sampler.set_epoch(epoch)
+        examples = list(sampler)  # this rank's, in the loader's order
+        for step, (features, labels) in enumerate(loader):
+            features, labels = features.to(device), labels.to(device)
+            loss = F.cross_entropy(model(features), labels)
+            optimizer.zero_grad()
+            loss.backward()  # DDP calls watch() in here
+            optimizer.step()
+            own, averaged = state["seen"].pop()
+            seen["steps"].append({
+                "epoch": epoch + 1, "examples": examples[2 * step:][:2],
+                "own": own.tolist(), "averaged": averaged.tolist(),
+                "checksum": checksum(model)})
+    return seen
+
+
+def show(seen, backend):
+    """Print every rank's record side by side, in short lines."""
+    def row(label, *cells):
+        line = f"{label:11}" + "".join(f"{cell:12}" for cell in cells)
+        print(line.rstrip())
+
+    def numbers(label, lists, digits):  # a list per rank: a line an item
+        for i, items in enumerate(zip(*lists)):
+            row(label if i == 0 else "", *(f"{x:+.{digits}f}" for x in items))
+
+    weights = sum(p.numel() for p in NeuralNetwork(2, 2).parameters())
+    print(f"DDP: {WORLD_SIZE} processes, {backend}")
+    print("b: the output layer's bias")
+    print(f"checksum: the sum of all {weights} weights")
+    row("", *(f"rank {rank}" for rank in range(WORLD_SIZE)))
+    for moment in ("before", "after"):
+        print(f"{moment} DDP(...):")
+        row("checksum", *(s[moment][0] for s in seen))
+        numbers("b", [s[moment][1] for s in seen], 4)
+    for number, steps in enumerate(zip(*(s["steps"] for s in seen)), 1):
+        print(f"step {number} (epoch {steps[0]['epoch']}):")
+        row("examples", *(", ".join(map(str, s["examples"])) for s in steps))
+        numbers("own b.grad", [s["own"] for s in steps], 7)
+        numbers("all-reduce", [s["averaged"] for s in steps], 7)
+        row("checksum", *(s["checksum"] for s in steps))
+
+
+def main(rank):
+    cuda = torch.cuda.device_count() >= WORLD_SIZE  # one GPU a process
+    backend = "nccl" if cuda else "gloo"
+    if platform.system() == "Windows":  # no NCCL there, and no libuv
+        os.environ["USE_LIBUV"] = "0"
+        backend = "gloo"
+    device = torch.device("cuda", rank) if cuda else torch.device("cpu")
+    if cuda:
+        torch.cuda.set_device(device)  # first, so that NCCL starts on it
+    dist.init_process_group(backend, rank=rank, world_size=WORLD_SIZE)
+    try:
+        seen = train(rank, device)
+        everyone = [None] * WORLD_SIZE if rank == 0 else None
+        dist.gather_object(seen, everyone, dst=0)  # to rank 0, to print
+        if rank == 0:
+            show(everyone, backend)
+    finally:
+        dist.destroy_process_group()
+    sys.stdout.flush()
+    os._exit(0)  # skip the interpreter's shutdown, where Gloo may abort
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("MASTER_ADDR", "localhost")
+    with socket.socket() as s:  # a free port for rank 0 to listen on
+        s.bind(("", 0))
+        os.environ.setdefault("MASTER_PORT", str(s.getsockname()[1]))
+    mp.spawn(main, nprocs=WORLD_SIZE)
