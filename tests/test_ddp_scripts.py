@@ -222,7 +222,7 @@ def test_the_recorded_ddp_inside_run_shows_the_broadcast_disjoint_shards_the_ave
 def with_cell(text, label, occurrence, rank, value):
     """A ddp-inside.py printout with one cell changed: rank `rank`'s of the `occurrence`-th row `label`."""
     lines = text.splitlines(keepends=True)
-    at = [i for i, line in enumerate(lines) if line.startswith(label)][occurrence]
+    at = [i for i, line in enumerate(lines) if line[:11].strip() == label][occurrence]
     cells = [lines[at][11 + 12 * r:23 + 12 * r].strip() for r in range(2)]
     cells[rank] = value
     lines[at] = (f"{label:11}" + "".join(f"{cell:12}" for cell in cells)).rstrip() + "\n"
