@@ -64,18 +64,18 @@ class NeuralNetwork(torch.nn.Module):
 
 
 def checksum(model):
-    """The sum of all the weights, in 4 decimals: a few more decimals would
-    differ from CPU to CPU, whose vector units round differently."""
+    """The sum of all the weights, to 4 decimals (its last digits would
+    differ from one kind of CPU to another)."""
     weights = torch.cat([p.detach().flatten() for p in model.parameters()])
     return f"{weights.double().sum().item():+.4f}"
 
 
 def watch(state, bucket):
-    """A DDP communication hook. In backward(), DDP hands it each bucket of
-    gradients (one flat tensor) as soon as it is full, and gives every
-    parameter its part of the bucket the returned future holds. It runs
-    DDP's own all-reduce hook, keeping the bias's gradient before and after.
-    """
+    """A DDP communication hook. During backward(), DDP calls it with each
+    bucket of gradients (one flat tensor) once they are all computed, and
+    writes what the returned future holds into the parameters' .grad. This
+    one runs DDP's own all-reduce hook and keeps the bias's gradient as the
+    bucket holds it before, and as the future holds it after."""
     start = 0  # where the bias's gradient lies in the bucket
     for param, grad in zip(bucket.parameters(), bucket.gradients()):
         if param is state["bias"]:
@@ -87,7 +87,7 @@ def watch(state, bucket):
     own = bucket.buffer()[part].clone()  # this rank's, before the all-reduce
 
     def after(future):
-        averaged = future.value()  # the bucket: summed over ranks, / 2
+        averaged = future.value()  # the bucket: / 2, summed over ranks
         state["seen"].append((own, averaged[part].clone()))
         return averaged
 
@@ -114,7 +114,8 @@ def train(rank, device):
     torch.manual_seed(rank)
     model = NeuralNetwork(num_inputs=2, num_outputs=2).to(device)
     bias = model.layers[-1].bias  # the output layer's: 2 numbers
-    seen = {"before": (checksum(model), bias.tolist())}
+    seen = {"weights": sum(p.numel() for p in model.parameters()),
+            "before": (checksum(model), bias.tolist())}
     model = DDP(model, device_ids=[rank] if device.type == "cuda" else None)
     seen["after"] = (checksum(model), bias.tolist())  # rank 0's, broadcast
     state = {"bias": bias, "seen": []}
@@ -133,7 +134,8 @@ def train(rank, device):
             optimizer.step()
             own, averaged = state["seen"].pop()
             seen["steps"].append({
-                "epoch": epoch + 1, "examples": examples[2 * step:][:2],
+                "epoch": epoch + 1,
+                "examples": examples[2 * step:2 * step + 2],  # batch size 2
                 "own": own.tolist(), "averaged": averaged.tolist(),
                 "checksum": checksum(model)})
     return seen
@@ -145,14 +147,13 @@ def show(seen, backend):
         line = f"{label:11}" + "".join(f"{cell:12}" for cell in cells)
         print(line.rstrip())
 
-    def numbers(label, lists, digits):  # a list per rank: a line an item
+    def numbers(label, lists, digits):  # a line per item, a list per rank
         for i, items in enumerate(zip(*lists)):
             row(label if i == 0 else "", *(f"{x:+.{digits}f}" for x in items))
 
-    weights = sum(p.numel() for p in NeuralNetwork(2, 2).parameters())
     print(f"DDP: {WORLD_SIZE} processes, {backend}")
     print("b: the output layer's bias")
-    print(f"checksum: the sum of all {weights} weights")
+    print(f"checksum: the sum of all {seen[0]['weights']} weights")
     row("", *(f"rank {rank}" for rank in range(WORLD_SIZE)))
     for moment in ("before", "after"):
         print(f"{moment} DDP(...):")
