@@ -70,6 +70,10 @@ def checksum(model):
     return f"{weights.double().sum().item():+.4f}"
 
 
+def text(tensor, digits):  # a string per number
+    return [f"{x:+.{digits}f}" for x in tensor.tolist()]
+
+
 def watch(state, bucket):
     """A DDP communication hook. During backward(), DDP calls it with each
     bucket of gradients (one flat tensor) once they are all computed, and
@@ -95,7 +99,8 @@ def watch(state, bucket):
 
 
 def train(rank, device):
-    """Train as the book does; return what this rank saw."""
+    """Train as the book does. What this rank saw: (title, {label: a string
+    a line}) for each section: before and after DDP(...), each step."""
     X_train = torch.tensor([
         [-1.2, 3.1],
         [-0.9, 2.9],
@@ -114,15 +119,15 @@ def train(rank, device):
     torch.manual_seed(rank)
     model = NeuralNetwork(num_inputs=2, num_outputs=2).to(device)
     bias = model.layers[-1].bias  # the output layer's: 2 numbers
-    seen = {"weights": sum(p.numel() for p in model.parameters()),
-            "before": (checksum(model), bias.tolist())}
+    seen = [("before DDP(...):", {"checksum": [checksum(model)],
+                                  "b": text(bias, 4)})]
     model = DDP(model, device_ids=[rank] if device.type == "cuda" else None)
-    seen["after"] = (checksum(model), bias.tolist())  # rank 0's, broadcast
+    seen.append(("after DDP(...):", {"checksum": [checksum(model)],
+                                     "b": text(bias, 4)}))  # rank 0's
     state = {"bias": bias, "seen": []}
     model.register_comm_hook(state, watch)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
 
-    seen["steps"] = []
     for epoch in range(3):
         sampler.set_epoch(epoch)
         examples = list(sampler)  # this rank's, in the loader's order
@@ -133,38 +138,30 @@ def train(rank, device):
             loss.backward()  # DDP calls watch() in here
             optimizer.step()
             own, averaged = state["seen"].pop()
-            seen["steps"].append({
-                "epoch": epoch + 1,
-                "examples": examples[2 * step:2 * step + 2],  # batch size 2
-                "own": own.tolist(), "averaged": averaged.tolist(),
-                "checksum": checksum(model)})
+            batch = examples[2 * step:2 * step + 2]  # batch size 2
+            seen.append((f"step {len(seen) - 1} (epoch {epoch + 1}):", {
+                "examples": [", ".join(map(str, batch))],
+                "own b.grad": text(own, 7), "all-reduce": text(averaged, 7),
+                "checksum": [checksum(model)]}))
     return seen
 
 
 def show(seen, backend):
-    """Print every rank's record side by side, in short lines."""
-    def row(label, *cells):
+    """Print every rank's sections side by side, in short lines."""
+    def row(label, cells):  # 11 characters, then 12 a rank
         line = f"{label:11}" + "".join(f"{cell:12}" for cell in cells)
         print(line.rstrip())
 
-    def numbers(label, lists, digits):  # a line per item, a list per rank
-        for i, items in enumerate(zip(*lists)):
-            row(label if i == 0 else "", *(f"{x:+.{digits}f}" for x in items))
-
     print(f"DDP: {WORLD_SIZE} processes, {backend}")
     print("b: the output layer's bias")
-    print(f"checksum: the sum of all {seen[0]['weights']} weights")
-    row("", *(f"rank {rank}" for rank in range(WORLD_SIZE)))
-    for moment in ("before", "after"):
-        print(f"{moment} DDP(...):")
-        row("checksum", *(s[moment][0] for s in seen))
-        numbers("b", [s[moment][1] for s in seen], 4)
-    for number, steps in enumerate(zip(*(s["steps"] for s in seen)), 1):
-        print(f"step {number} (epoch {steps[0]['epoch']}):")
-        row("examples", *(", ".join(map(str, s["examples"])) for s in steps))
-        numbers("own b.grad", [s["own"] for s in steps], 7)
-        numbers("all-reduce", [s["averaged"] for s in steps], 7)
-        row("checksum", *(s["checksum"] for s in steps))
+    print("checksum: the sum of all the weights")
+    row("", [f"rank {rank}" for rank in range(WORLD_SIZE)])
+    for sections in zip(*seen):  # a section, as each rank saw it
+        print(sections[0][0])
+        for label in sections[0][1]:
+            cells = [rows[label] for _, rows in sections]
+            for line, strings in enumerate(zip(*cells)):
+                row(label if line == 0 else "", strings)
 
 
 def main(rank):
