@@ -65,7 +65,8 @@ def check_ddp_inside():
     must keep DDP's promises (the same checks as its recorded Gloo run's); None with fewer GPUs."""
     command = [sys.executable, "scripts/ddp-inside.py"]
     if (gpus := torch.cuda.device_count()) < 2:
-        print(f"gpu-check: ddp-inside.py runs NCCL on 2 GPUs, and {gpus} is visible: not run with NCCL")
+        print(f"gpu-check: ddp-inside.py needs 2 GPUs for NCCL, one a process, and this machine shows {gpus}: "
+              "not run with NCCL")
         return None
     try:
         status, stdout, stderr = run(command, TIME_LIMIT, cwd=ROOT, env=gpu_environment())
