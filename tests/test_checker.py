@@ -18,8 +18,9 @@ import pytest
 import torch
 from bs4 import BeautifulSoup
 
-from tools import checker, page_runner, pages, record, store
+from tools import ROOT, checker, page_runner, pages, record, store
 from tools.checker import NAME
+from tools.ddp_runs import SCRIPT_RUNS, run_key
 from tools.editions import EDITIONS, ENGLISH
 from tools.page_runner import process_group, survivors, tagged
 
@@ -56,7 +57,13 @@ def test_the_checker_carries_the_pages_downloads_and_their_recorded_outputs():
     text = checker.generate()
     carries = checker.embedded(text)
     recorded = json.loads(store.MANIFEST.read_text())
-    assert list(carries["SITE"]["pages"]) == pages.chapter_pages()
+    assert list(carries["SITE"]["pages"]) == checker.checked_pages()
+    # A.9.3's DDP program, whole, with its recorded run.
+    for page, name in checker.WHOLE_PROGRAMS.items():
+        carried, script = carries["SITE"]["pages"].pop(page), ROOT / SCRIPT_RUNS[name].args[0]
+        assert (carried["id"], carried["script"], carried["code"]) == ("A.9.3", script.name, script.read_text())
+        assert [(cell["key"], cell["output"]) for cell in carried["cells"]] == [
+            (run_key(name), (store.SCRIPT_OUTPUTS / name).read_text())]
     for page, carried in carries["SITE"]["pages"].items():
         assert carried["code"] == pages.download_text(page), f"{NAME} runs other code than {page}'s download"
         assert [cell["key"] for cell in carried["cells"]] == [cell.key for cell in pages.program(page)]
@@ -65,8 +72,10 @@ def test_the_checker_carries_the_pages_downloads_and_their_recorded_outputs():
             expected = stored.read_text() if recorded["pages"][page][cell["key"]]["prints"] else ""
             assert cell["output"] == expected, f"{NAME} expects another output of {cell['key']} than is recorded"
     assert carries["SITE"]["recorded"] == {**recorded["environment"], "device": ENGLISH.device(recorded["environment"])}
+    whole = {run_key(name) for name in checker.WHOLE_PROGRAMS.values()}
     assert carries["SITE"]["varying"] == {key: {"reason": spec["reason"], "lines": spec["lines"]} for key, spec
-                                          in store.varying_patterns().items() if not key.startswith("scripts:")}
+                                          in store.varying_patterns().items()
+                                          if not key.startswith("scripts:") or key in whole}
     # The recorder's own runner and comparison, embedded whole, not written twice.
     assert carries["RUNNER"] == checker.PAGE_RUNNER.read_text()
     # What the reader reads of it (all but the data) fits 80 characters a line.
@@ -78,17 +87,18 @@ def test_this_machine_prints_what_the_site_shows_and_the_report_is_read_back(tmp
     """Every page checked, two at a time, with a report."""
     result = run_checker(tmp_path, "--jobs", "2", "--report", "report.md")
     assert result.returncode == 0, result.stdout + result.stderr
-    lines = result.stdout.splitlines()
-    assert lines[-2].startswith(f"All the same: all {len(pages.chapter_pages())} pages print what the site shows")
-    for page in pages.chapter_pages():  # a line for each page, and a progress line
+    lines, checked = result.stdout.splitlines(), checker.checked_pages()
+    scripts = {page: entry["script"] for page, entry in checker.site_data()["pages"].items()}
+    assert lines[-2].startswith(f"All the same: all {len(checked)} pages print what the site shows")
+    for page in checked:  # a line for each page, and a progress line
         assert any(line.split(": ")[0].endswith(pages.title(page)) for line in lines), page
-        assert f"({pages.download_name(page)}) ..." in result.stderr
+        assert f"({scripts[page]}) ..." in result.stderr
     assert "exercise_solutions:a4_matmul_timing line 1" in result.stdout and "timings differ" in result.stdout
     # The report has it all, and the recorder reads it back.
     text = (tmp_path / "report.md").read_text()
     data = store.read_report(tmp_path / "report.md")
     assert data["summary"] in text and data["summary"] in result.stdout
-    assert list(data["pages"]) == pages.chapter_pages()
+    assert list(data["pages"]) == checked
     assert data["machine"]["torch"].startswith(f"{torch.__version__} (")
     assert "| Gloo | available |" in text and "exercise_solutions:a4_matmul_timing line 1: " in text
     (tmp_path / "cut.md").write_text(text[:len(text) // 2])
@@ -112,6 +122,18 @@ def test_a_planted_difference_and_a_failing_page_are_reported(tmp_path):
     text = (tmp_path / "r.md").read_text()
     diff = store.read_report(tmp_path / "r.md")["pages"]["a3-computation-graphs.md"]["diff"]
     assert "".join(f"    {line}\n" for line in diff.splitlines()) in text and '    raise ValueError("planted")' in text
+
+
+def test_a_whole_program_runs_as_a_script_and_a_difference_or_a_failure_is_reported(tmp_path):
+    """A.9.3's program is run whole (`python ddp-inside.py`, its __main__ block too), not block by block."""
+    site = planted(**{"A93": 'if __name__ == "__main__":\n    print("DDP: 3 processes")\n'})
+    result = run_checker(tmp_path / "differs", "--page", "A.9.3", site=site, timeout=60)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "DIFFERENT  A.9.3 Training with multiple GPUs: differs from the site in scripts:ddp-inside" in result.stdout
+    assert "    -DDP: 2 processes, gloo" in result.stdout.splitlines()  # the start of the diff
+    result = run_checker(tmp_path / "fails", "--page", "ddp-inside.py", site=planted(A93="raise SystemExit(3)\n"),
+                         timeout=60)
+    assert "FAILED     A.9.3 Training with multiple GPUs: its Python exited with status 3" in result.stdout
 
 
 def test_a_page_that_hangs_is_stopped_at_its_timeout(tmp_path):

@@ -1,5 +1,6 @@
 """The DDP scripts train correctly: on the CPU with Gloo, with both launchers, for world sizes 1 to 8,
-each script alone in an empty folder, carrying the same model and data as the chapter pages."""
+each script alone in an empty folder, carrying the same model and data as the chapter pages; and
+ddp-inside.py shows, on real numbers, what DDP does."""
 
 import ast
 import re
@@ -25,15 +26,25 @@ from ddp_harness import (
 )
 
 from tools import BOOK, ROOT, ddp_numbers, script_diff
-from tools.ddp_runs import SCRIPT_RUNS, ScriptRun, in_rank_order, trained_fully, training_data, training_loader
+from tools.ddp_runs import (
+    SCRIPT_RUNS,
+    ScriptRun,
+    in_rank_order,
+    inside_problems,
+    inside_table,
+    trained_fully,
+    training_data,
+    training_loader,
+)
 from tools.ddp_runs import ddp_environment as environment
 from tools.editions import ENGLISH
 from tools.page_runner import run
 from tools.sections import section_code
-from tools.store import RecordingError
+from tools.store import SCRIPT_OUTPUTS, RecordingError
 
 LAUNCHERS = {"spawn": "DDP-script.py", "torchrun": "DDP-script-torchrun.py"}  # both print the recorded run
 BOOK_ON_CPU = "book-DDP-script-cpu.txt"  # the book's DDP-script.py, its device lines changed for the CPU
+INSIDE = "ddp-inside.py"  # ours: what DDP does, printed from a run
 WORLD_SIZES = [1, 3, 8]  # and 2, the default: the fewest, one that does not divide 20 samples, the most
 
 
@@ -72,6 +83,7 @@ def jobs(tmp):
     # The two-node and spawn runs take Windows' code path (a TCP store without libuv); all must print the same.
     spawn_folder, spawn_env = alone(tmp, "DDP-script.py")
     torchrun_folder, torchrun_env = alone(tmp, "DDP-script-torchrun.py")
+    inside_folder, inside_env = alone(tmp, INSIDE)
     launches = {
         # Eight processes each import torch: on a busy 2-core machine that alone can take minutes.
         "world size 8": lambda: run_job([SPAWN, "--world-size", 8], timeout=300),
@@ -80,6 +92,7 @@ def jobs(tmp):
                                     env=torchrun_env, cwd=torchrun_folder),
         "spawn": lambda: run_job(["DDP-script.py", "--save", tmp / "spawn.pt"],
                                  env={**spawn_env, "USE_LIBUV": "0"}, cwd=spawn_folder),
+        "inside": lambda: run_job([INSIDE], env=inside_env, cwd=inside_folder),
         **{f"world size {n}": lambda n=n: run_job([SPAWN, "--world-size", n], timeout=300) for n in (3, 1)},
         "spawn without destroy": lambda: without_destroy(tmp, "DDP-script.py", ["--world-size", 1]),  # 1 is enough
         "book on the CPU": lambda: run_job(SCRIPT_RUNS[BOOK_ON_CPU].arguments(tmp)),
@@ -108,8 +121,8 @@ def ranks_that_trained(stdout):
 BOOK_ORDER = ["imports", "ddp_setup", "ToyDataset", "NeuralNetwork", "prepare_dataset", "main", "compute_accuracy"]
 
 
-@pytest.mark.parametrize("script", LAUNCHERS.values())
-def test_script_imports_only_torch_and_reads_in_the_books_order_with_no_build_markers(script):
+@pytest.mark.parametrize("script", [*LAUNCHERS.values(), INSIDE])
+def test_script_imports_only_torch_and_fits_80_columns_with_no_build_markers(script):
     code = (SCRIPTS / script).read_text()
     imported = set()
     for node in ast.walk(ast.parse(code)):
@@ -119,12 +132,16 @@ def test_script_imports_only_torch_and_reads_in_the_books_order_with_no_build_ma
             imported.add(node.module.split(".")[0])
     others = sorted(name for name in imported if name != "torch" and name not in sys.stdlib_module_names)
     assert not others, f"scripts/{script} imports {', '.join(others)}: a reader has only torch"
-    names = list(script_diff.parts(code))
-    assert [n for n in names if n in BOOK_ORDER] == BOOK_ORDER, f"scripts/{script}: parts in the order {names}"
-    assert names[-1] == "__main__", "the __main__ block comes last, as in the book"
     assert "--8<--" not in code, f"scripts/{script} carries a build marker; the pages section it with ast"
     wide = [f"{n}: {line}" for n, line in enumerate(code.splitlines(), 1) if len(line) > 80]
     assert not wide, f"scripts/{script} has lines over 80 characters:\n" + "\n".join(wide)
+
+
+@pytest.mark.parametrize("script", LAUNCHERS.values())
+def test_script_reads_in_the_books_order(script):
+    names = list(script_diff.parts((SCRIPTS / script).read_text()))
+    assert [n for n in names if n in BOOK_ORDER] == BOOK_ORDER, f"scripts/{script}: parts in the order {names}"
+    assert names[-1] == "__main__", "the __main__ block comes last, as in the book"
 
 
 # The book's network, data and compute_accuracy, which the chapter pages show, in the book's layout: code is compared.
@@ -153,6 +170,16 @@ def test_copied_code_is_the_chapters(script, name):
         assert code_of(part) == code_of(chapter, [name]), (
             f"scripts/{script}: {name} differs from snippets/appendix_a.py section '{COPIED[name]}', which the "
             f"chapter pages show; make the two the same code:\n{part}")
+
+
+def test_ddp_inside_trains_the_chapters_network_on_its_toy_data():
+    parts = script_diff.parts((SCRIPTS / INSIDE).read_text())
+    for name in ("NeuralNetwork", "ToyDataset"):
+        assert code_of(parts[name]) == code_of(section_code("appendix_a", COPIED[name]), [name]), (
+            f"scripts/{INSIDE}: {name} differs from snippets/appendix_a.py section '{COPIED[name]}'")
+    body = textwrap.dedent(parts["train"].split(":", 1)[1].split("\n", 1)[1])
+    assert code_of(body, ["X_train", "y_train"]) == code_of(section_code("appendix_a", "toy_data")), (
+        f"scripts/{INSIDE}: train's toy data differs from the chapter's")
 
 
 @pytest.mark.parametrize("script", LAUNCHERS.values())
@@ -195,6 +222,48 @@ def test_script_alone_trains_as_one_process_prints_what_is_recorded_and_leaves_n
         snapshot = re.search(r"^snapshot file: (\S+)", job.stderr, re.M)
         assert snapshot and snapshot[1].startswith(f"{job.tmpdir}/ddp-snapshot-"), job.describe()
         assert not [name for name in job.leftovers if name.startswith("ddp-snapshot-")], "the snapshot is left"
+
+
+def test_the_recorded_ddp_inside_run_shows_the_broadcast_disjoint_shards_the_average_and_equal_weights():
+    """From its recording: the ranks' checksums differ before DDP(...) and are equal after it and after
+    every step; the ranks' examples in a step do not overlap; the all-reduce gives the mean of the
+    ranks' own gradients (within 1e-6)."""
+    assert inside_problems((SCRIPT_OUTPUTS / "ddp-inside.txt").read_text()) == []
+
+
+def with_cell(text, label, occurrence, rank, value):
+    """A ddp-inside.py printout with one cell changed: rank `rank`'s of the `occurrence`-th row `label`."""
+    lines = text.splitlines(keepends=True)
+    at = [i for i, line in enumerate(lines) if line[:11].strip() == label][occurrence]
+    cells = [lines[at][11 + 12 * r:23 + 12 * r].strip() for r in range(2)]
+    cells[rank] = value
+    lines[at] = (f"{label:11}" + "".join(f"{cell:12}" for cell in cells)).rstrip() + "\n"
+    return "".join(lines)
+
+
+def test_a_ddp_inside_printout_that_breaks_a_promise_is_caught():
+    recorded = (SCRIPT_OUTPUTS / "ddp-inside.txt").read_text()
+    table = inside_table(recorded)
+    before, last = table["before"]["checksum"][0], [name for name in table if name.startswith("step ")][-1]
+    assert inside_problems(with_cell(recorded, "checksum", 0, 1, before[0])) == [
+        f"before DDP(...), the ranks' checksums are equal: {[before[0]] * 2}"]
+    assert inside_problems(with_cell(recorded, "checksum", -1, 1, "+9.9999")) == [
+        f"{last}: the ranks' checksums differ: {[table[last]['checksum'][0][0], '+9.9999']}"]
+    examples = table["step 1"]["examples"][0]
+    assert inside_problems(with_cell(recorded, "examples", 0, 1, examples[0])) == [
+        f"step 1: the ranks' examples overlap: {[examples[0]] * 2}"]
+    average = table["step 2"]["all-reduce"][0]
+    off = f"{float(average[1]) + 2e-6:+.7f}"  # beyond 1e-6
+    assert inside_problems(with_cell(recorded, "all-reduce", 1, 1, off)) == [
+        f"step 2: the all-reduce gave {[average[0], off]}, not the mean of {table['step 2']['own b.grad'][0]}"]
+
+
+def test_ddp_inside_alone_prints_what_is_recorded_and_keeps_ddps_promises(jobs):
+    job = succeeded(jobs["inside"].result())  # run where `snippets` and `tools` cannot be imported
+    assert [p.name for p in job.cwd.iterdir()] == [INSIDE], "only the script, nothing else"
+    assert job.stdout.startswith("DDP: 2 processes, gloo\n"), job.describe()
+    assert inside_problems(job.stdout) == [], job.describe()
+    assert_recorded(job, "ddp-inside.txt")
 
 
 @pytest.mark.parametrize("world_size", WORLD_SIZES)

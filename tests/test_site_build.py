@@ -429,6 +429,17 @@ def test_no_python_is_typed_into_a_page():
     assert not typed, "pages that type Python instead of including a snippet:\n" + "\n".join(typed)
 
 
+@pytest.mark.parametrize("edition", EDITIONS.values(), ids=EDITIONS)
+def test_a93_shows_ddp_inside_whole_as_its_download_and_its_recorded_run_under_it(edition, built_site):
+    section = soup_of(built_site, f"{edition.prefix}a9-multi-gpu-training").select_one("#seeing-it-happen")
+    fold = section.find_next_sibling("details")
+    code, output = (block.select_one("pre > code").get_text() for block in fold.select("div.highlight"))
+    script = (ROOT / "scripts" / "ddp-inside.py").read_text()
+    assert code == script == (built_site / edition.prefix / "downloads" / "scripts" / "ddp-inside.py").read_text()
+    assert output == (ROOT / "scripts" / "outputs" / "ddp-inside.txt").read_text()
+    assert fold.select_one('a[href$="downloads/scripts/ddp-inside.py"][download]'), "no download link"
+
+
 # --- The strict build refuses a broken repository
 
 # {problem: (a file of a copy of the repository, a text in it ("": its end, None: the file) and what replaces it, what
@@ -448,6 +459,9 @@ WARNINGS = {
     "a number mark that names no number": ("docs/a9-multi-gpu-training.md", "",
                                            "\nIt has <!-- ddp book.nothing --> examples.\n",
                                            ["a9-multi-gpu-training.md: <!-- ddp book.nothing --> names no number"]),
+    "a folded script of ours that is not there": (
+        "docs/a9-multi-gpu-training.md", "<!-- ours, folded: ddp-inside.py -->", "<!-- ours, folded: none.py -->",
+        ["a9-multi-gpu-training.md: <!-- ours, folded: none.py --> names no file in scripts/"]),
     "a recorded output deleted": ("snippets/outputs/a2_tensors/shape.txt", None, None, [
         "snippets/a2_tensors.py, section 'shape'", "recorded output is missing", "make outputs"]),
 }

@@ -4,10 +4,11 @@
     python -m tools.checker versions [PYTHON...]  # make checker-versions
 
 The reader's program is tools/checker_template.py, served by the build (tools/hooks/render_pages.py) with the
-site embedded: every chapter page's download, what each block printed when recorded, the declared
-machine-dependent lines, and tools/page_runner.py, whole. So it runs and judges the pages exactly as the recorder
-and the tests do, and needs nothing but torch. `versions` runs it with each given Python and adds what it found,
-with the version of each page it checked, to measured/checker.json, which the setup pages render (VERSIONS_MARK).
+site embedded: every chapter page's download, what each block printed when recorded, A.9.3's DDP program (run
+whole) and its recorded run, the declared machine-dependent lines, and tools/page_runner.py, whole. So it runs and
+judges the pages exactly as the recorder and the tests do, and needs nothing but torch. `versions` runs it with
+each given Python and adds what it found, with the version of each page it checked, to measured/checker.json,
+which the setup pages render (VERSIONS_MARK).
 """
 
 import datetime
@@ -19,6 +20,7 @@ import tempfile
 from pathlib import Path
 
 from tools import ROOT, pages, store
+from tools.ddp_runs import SCRIPT_RUNS, run_key
 from tools.editions import EDITIONS, ENGLISH
 from tools.page_runner import run, write_files
 
@@ -31,25 +33,51 @@ VERSIONS = ROOT / "measured" / "checker.json"
 VERSIONS_MARK = "<!-- checker versions -->"
 
 
+# The recorded DDP runs that the checker runs too, as a reader would: {page that shows it: its run's name}.
+WHOLE_PROGRAMS = {run.page: name for name, run in SCRIPT_RUNS.items() if run.page}
+
+
+def checked_pages() -> list[str]:
+    """Every chapter page and each page of WHOLE_PROGRAMS, in the nav's order (their file names sort in it)."""
+    return sorted([*pages.chapter_pages(), *WHOLE_PROGRAMS])
+
+
 def site_data() -> dict:
     """What the checker embeds: the pages, their recorded outputs, the machine-dependent lines."""
     manifest = json.loads(store.MANIFEST.read_text())
     recorded = {**manifest["environment"], "device": ENGLISH.device(manifest["environment"])}
+    whole = {run_key(name) for name in WHOLE_PROGRAMS.values()}
     site = {"pages": {}, "recorded": recorded, "device_pages": list(pages.GPU_PAGES), "packages": pages.all_needs(),
             "varying": {key: {"reason": spec["reason"], "lines": spec["lines"]}
-                        for key, spec in store.varying_patterns().items() if not key.startswith("scripts:")}}
-    for page in pages.chapter_pages():
-        cells, title = pages.program(page), pages.title(page)
-        entry = site["pages"][page] = {
-            "id": title.split(" ")[0], "title": title, "script": pages.download_name(page),
-            "code": pages.download_text(page, cells),
-            "cells": [{"key": cell.key, "fingerprint": fingerprint, "needs": pages.imports(cell.code),
-                       "output": path.read_text() if (path := store.output_path(cell.key, ".txt")).exists() else ""}
-                      for cell, fingerprint in zip(cells, pages.fingerprints(cells))]}
+                        for key, spec in store.varying_patterns().items()
+                        if not key.startswith("scripts:") or key in whole}}
+    for page in checked_pages():
+        title = pages.title(page)
+        entry = site["pages"][page] = {"id": title.split(" ")[0], "title": title,
+                                       **(whole_program(page) if page in WHOLE_PROGRAMS else page_program(page))}
         # a page's version: all the checker compares it with
         entry["version"] = digest([entry, [site["varying"].get(cell["key"]) for cell in entry["cells"]]])
     site["version"] = digest(site)
     return site
+
+
+def page_program(page: str) -> dict:
+    """A chapter page: its download, run block by block, and what each block printed when recorded."""
+    cells = pages.program(page)
+    return {"script": pages.download_name(page), "code": pages.download_text(page, cells),
+            "cells": [{"key": cell.key, "fingerprint": fingerprint, "needs": pages.imports(cell.code),
+                       "output": path.read_text() if (path := store.output_path(cell.key, ".txt")).exists() else ""}
+                      for cell, fingerprint in zip(cells, pages.fingerprints(cells))]}
+
+
+def whole_program(page: str) -> dict:
+    """A page's DDP program, run whole (`python SCRIPT`), as one block that printed its recorded run."""
+    name = WHOLE_PROGRAMS[page]
+    script = ROOT / SCRIPT_RUNS[name].args[0]
+    code = script.read_text()
+    return {"script": script.name, "code": code, "whole": True,
+            "cells": [{"key": run_key(name), "fingerprint": digest(code), "needs": pages.imports(code),
+                       "output": (store.SCRIPT_OUTPUTS / name).read_text()}]}
 
 
 def digest(data) -> str:

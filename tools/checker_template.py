@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Does this machine print what the site shows? A check of every chapter page
-of "Appendix A: Introduction to PyTorch" against the outputs the site shows.
+of "Appendix A: Introduction to PyTorch" (and of A.9.3's DDP program) against
+the outputs the site shows.
 
     python check-appendix-a.py                  # every page
     python check-appendix-a.py --page A.7       # one page (or several)
@@ -8,12 +9,13 @@ of "Appendix A: Introduction to PyTorch" against the outputs the site shows.
 
 It needs torch. Each page's download runs alone in a fresh Python, in an
 empty temporary folder, on the CPU; what each block prints is compared with
-the site. A block that imports a package this Python lacks is not run, but
-named. Lines that depend on the machine (the torch version, a timing, an
-unseeded draw) are compared by their shape. On a CUDA or Apple silicon GPU,
-the pages with device code (A.9.1, A.9.2, Exercise A.4) run again there, and
-what they print is shown. It exits with 0 when nothing differs unexpectedly,
-and leaves no file or process behind.
+the site (A.9.3's program, ddp-inside.py, runs whole, in two processes). A
+block that imports a package this Python lacks is not run, but named. Lines
+that depend on the machine (the torch version, a timing, an unseeded draw)
+are compared by their shape. On a CUDA or Apple silicon GPU, the pages with
+device code (A.9.1, A.9.2, Exercise A.4) run again there, and what they
+print is shown. It exits with 0 when nothing differs unexpectedly, and
+leaves no file or process behind.
 """
 
 import argparse
@@ -25,6 +27,7 @@ import platform
 import re
 import signal
 import sys
+import tempfile
 import time
 import types
 
@@ -91,10 +94,14 @@ def run_page(name, timeout, on_device, skip, hide_mps=False):
     for index, needs in skip.items():
         parts[index + 1] = f"# not run here: it needs {', '.join(needs)}\n"
     hide = () if on_device else ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES")
+    env = {**os.environ, **dict.fromkeys(hide, "")}
     try:
-        run = runner.run_page("\n# %%\n".join(parts), page["script"], timeout,
-                              {**os.environ, **dict.fromkeys(hide, "")},
-                              hide_mps=hide_mps, runner=RUNNER)
+        if page.get("whole"):  # a program of its own, not blocks
+            run = run_whole(page, timeout, env)
+        else:
+            run = runner.run_page("\n# %%\n".join(parts), page["script"],
+                                  timeout, env, hide_mps=hide_mps,
+                                  runner=RUNNER)
     except runner.TimedOut as stopped:
         return {"status": "timeout", "seconds": timeout,
                 "error": f"{stopped} (a slow machine: raise --timeout)"}
@@ -104,6 +111,21 @@ def run_page(name, timeout, on_device, skip, hide_mps=False):
                 "seconds": round(time.perf_counter() - start, 2)}
     return {"status": "ran", "seconds": round(time.perf_counter() - start, 2),
             "outputs": run["outputs"], "environment": run["environment"]}
+
+
+def run_whole(page, timeout, env):
+    """A whole program (A.9.3's), run as `python SCRIPT` alone in an empty
+    temporary folder: what it printed, as the output of its one block."""
+    with tempfile.TemporaryDirectory(prefix="page-run-") as folder:
+        script = os.path.join(folder, page["script"])
+        with open(script, "w", encoding="utf-8") as file:
+            file.write(page["code"])
+        status, stdout, stderr = runner.run(
+            [sys.executable, "-I", script], timeout, cwd=folder,
+            env={**env, "TMPDIR": folder, "TEMP": folder, "TMP": folder})
+    if status != 0:
+        raise runner.Failed(runner.failure(status, stderr), stderr.strip())
+    return {"outputs": [stdout], "environment": None}
 
 
 def interrupted(signum, frame):
@@ -419,7 +441,7 @@ def check(args, machine, device, gpu):
             "command": " ".join(["python", NAME, *sys.argv[1:]]),
             "machine": machine, "recorded": SITE["recorded"],
             "environment": next((r["environment"] for r in cpu_runs.values()
-                                 if r["status"] == "ran"), None),
+                                 if r.get("environment")), None),
             "pages": verdicts, "device": None,
             "summary": summary_line(verdicts)}
     if device != "cpu" and on_gpu:

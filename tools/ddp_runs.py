@@ -36,7 +36,8 @@ class ScriptRun:
     """A recorded run: the command a reader types, the arguments after `python`, what is kept.
     A run that trains is recorded from stdout, where the scripts print the same bytes on every run
     (notes that change, such as where a snapshot is, go to stderr); a failing one from stderr.
-    `env`: variables the command sets (a fault injected from scripts/fault-injection).
+    `env`: variables the command sets (a fault injected from scripts/fault-injection). `page`: the page
+    under whose name check-appendix-a.py runs the script too (tools/checker.py), as a reader would.
     `changes`: (old, new) pairs; the run is of a copy of the script with each old text, found exactly once, made new."""
 
     command: str
@@ -45,6 +46,7 @@ class ScriptRun:
     status: int = 0  # the exit status the run must have
     env: tuple = ()  # (name, value) pairs
     changes: tuple = ()
+    page: str | None = None
 
     def recorded(self, stdout: str, stderr: str) -> str:
         """What is kept of a run of it: its recorded stream, the ranks' lines in rank order."""
@@ -93,7 +95,54 @@ SCRIPT_RUNS = {
         "PYTHONPATH=scripts/fault-injection FAULT=kill python scripts/DDP-script.py",
         ("scripts/DDP-script.py",), stream="stderr", status=1,
         env=(("PYTHONPATH", str(FAULT_INJECTION)), ("FAULT", "kill"))),
+    "ddp-inside.txt": ScriptRun("python scripts/ddp-inside.py", ("scripts/ddp-inside.py",),
+                                page="a9-multi-gpu-training.md"),
 }
+
+
+# ddp-inside.py's printout: a heading a section (before and after DDP(...), each step), then rows of
+# a label in 11 characters and a cell of 12 for each rank; a row of two numbers takes two lines.
+INSIDE_SECTION = re.compile(r"(before|after) DDP\(\.\.\.\):|(step \d+) \(epoch \d+\):")
+
+
+def inside_table(text: str) -> dict:
+    """{section: {row label: [[a cell per rank] for each of its lines]}}; the sections "before",
+    "after", "step 1", ...; ValueError if `text` is not a printout of ddp-inside.py."""
+    if not (ranks := re.match(r"DDP: (\d+) processes", text)):
+        raise ValueError(f"not a printout of ddp-inside.py:\n{text}")
+    table, section, label = {}, None, None
+    for line in text.splitlines():
+        if heading := INSIDE_SECTION.fullmatch(line):
+            section = table.setdefault(heading[1] or heading[2], {})
+        elif section is not None:
+            label = line[:11].strip() or label
+            section.setdefault(label, []).append([line[11 + 12 * rank:23 + 12 * rank].strip()
+                                                  for rank in range(int(ranks[1]))])
+    return table
+
+
+def inside_problems(text: str) -> list[str]:
+    """What a printout of ddp-inside.py shows that DDP must not do: the ranks' weights alike before DDP(...)
+    (each drew its own) or unlike after it or after a step; two ranks given one example in a step; an
+    all-reduce result that is not the mean of the ranks' own gradients (within 1e-6)."""
+    table = inside_table(text)
+    steps = [name for name in table if name.startswith("step ")]
+    problems = [f"it shows {len(steps)} steps, not at least 3"] * (len(steps) < 3)
+    if len(set(table["before"]["checksum"][0])) == 1:
+        problems.append(f"before DDP(...), the ranks' checksums are equal: {table['before']['checksum'][0]}")
+    for name in ["after", *steps]:
+        if len(set(checksums := table[name]["checksum"][0])) > 1:
+            problems.append(f"{name}: the ranks' checksums differ: {checksums}")
+    for name in steps:
+        rows = table[name]
+        taken = [{int(index) for index in cell.split(", ")} for cell in rows["examples"][0]]
+        if sum(map(len, taken)) != len(set().union(*taken)):
+            problems.append(f"{name}: the ranks' examples overlap: {rows['examples'][0]}")
+        for own, averaged in zip(rows["own b.grad"], rows["all-reduce"]):
+            mean = sum(map(float, own)) / len(own)
+            if any(abs(float(value) - mean) > 1e-6 for value in averaged):
+                problems.append(f"{name}: the all-reduce gave {averaged}, not the mean of {own}")
+    return problems
 
 
 def ddp_environment(**extra) -> dict:

@@ -1,7 +1,8 @@
 """`make gpu-check`: on a machine with CUDA GPUs, record what only a GPU shows, all or nothing: the
 pages' GPU outputs (snippets/outputs/gpu/), and DDP-script.py with NCCL on every visible GPU (at most
-8), which must train fully and save a Gloo run's weights within 1e-5 (scripts/outputs/gpu/, with the
-GPU and the torch build in recorded-on.json). Without CUDA it says so in one sentence, status 1."""
+8), which must train fully and save a Gloo run's weights within 1e-5, and, where 2 GPUs are visible,
+ddp-inside.py with NCCL, which must keep DDP's promises (scripts/outputs/gpu/, with the GPU and the
+torch build in recorded-on.json). Without CUDA it says so in one sentence, status 1."""
 
 import datetime
 import json
@@ -15,7 +16,7 @@ import torch
 
 from tools import ROOT, record
 from tools.ddp_runs import ddp_environment as environment
-from tools.ddp_runs import in_rank_order, trained_fully
+from tools.ddp_runs import in_rank_order, inside_problems, trained_fully
 from tools.page_runner import TIME_LIMIT, TimedOut, run, write_files
 from tools.store import SCRIPT_OUTPUTS
 
@@ -34,15 +35,19 @@ def train(backend, world_size, save, env):
     return in_rank_order(stdout)
 
 
-def check_ddp_with_nccl():
-    """Train with NCCL and with Gloo; compare the weights; (the NCCL run's output, its command)."""
-    world_size = min(torch.cuda.device_count(), 8)  # the toy data feeds at most 8 ranks
+def gpu_environment():
     gpu_env = environment()
     gpu_env.pop("CUDA_VISIBLE_DEVICES")  # environment() hides the GPUs; keep the caller's choice
     if "CUDA_VISIBLE_DEVICES" in os.environ:
         gpu_env["CUDA_VISIBLE_DEVICES"] = os.environ["CUDA_VISIBLE_DEVICES"]
+    return gpu_env
+
+
+def check_ddp_with_nccl():
+    """Train with NCCL and with Gloo; compare the weights; (the NCCL run's output, its command)."""
+    world_size = min(torch.cuda.device_count(), 8)  # the toy data feeds at most 8 ranks
     with tempfile.TemporaryDirectory() as tmp:
-        nccl = train("nccl", world_size, Path(tmp) / "nccl.pt", gpu_env)
+        nccl = train("nccl", world_size, Path(tmp) / "nccl.pt", gpu_environment())
         train("gloo", world_size, Path(tmp) / "gloo.pt", environment())  # on the CPU
         if "with nccl" not in nccl or not trained_fully(nccl, world_size):
             sys.exit(f"gpu-check: the NCCL run did not train to full accuracy:\n{nccl}")
@@ -53,6 +58,26 @@ def check_ddp_with_nccl():
                                    msg=lambda m: f"gpu-check: NCCL and Gloo weights differ in {key}: {m}")
     print(f"gpu-check: NCCL on {world_size} GPU(s) trained and matches Gloo within 1e-5")
     return nccl, f"python scripts/DDP-script.py --world-size {world_size}"
+
+
+def check_ddp_inside():
+    """ddp-inside.py with NCCL, which it uses with a GPU for each of its 2 processes: its output, which
+    must keep DDP's promises (the same checks as its recorded Gloo run's); None with fewer GPUs."""
+    command = [sys.executable, "scripts/ddp-inside.py"]
+    if (gpus := torch.cuda.device_count()) < 2:
+        print(f"gpu-check: ddp-inside.py needs 2 GPUs for NCCL, one a process, and this machine shows {gpus}: "
+              "not run with NCCL")
+        return None
+    try:
+        status, stdout, stderr = run(command, TIME_LIMIT, cwd=ROOT, env=gpu_environment())
+    except TimedOut as stopped:
+        sys.exit(f"gpu-check: ddp-inside.py with NCCL was {stopped}")
+    if status != 0 or not stdout.startswith("DDP: 2 processes, nccl\n"):
+        sys.exit(f"gpu-check: ddp-inside.py did not run with NCCL (exit status {status}):\n{stdout}{stderr}")
+    if problems := inside_problems(stdout):
+        sys.exit("gpu-check: ddp-inside.py with NCCL broke DDP's promises:\n" + "\n".join(problems) + f"\n{stdout}")
+    print("gpu-check: ddp-inside.py with NCCL: the same weights, the mean of the gradients")
+    return stdout
 
 
 def main():
@@ -72,6 +97,9 @@ def main():
     files = record.gpu_files(record.record_gpu())
     recorded = {str(path.relative_to(ROOT)): "python -m tools.record --gpu" for path in files}
     files[GPU_RUNS / "DDP-script-nccl.txt"], recorded["DDP-script-nccl.txt"] = check_ddp_with_nccl()
+    if (inside := check_ddp_inside()) is not None:
+        files[GPU_RUNS / "ddp-inside-nccl.txt"] = inside
+        recorded["ddp-inside-nccl.txt"] = "python scripts/ddp-inside.py"
     files[GPU_RUNS / "recorded-on.json"] = json.dumps({**label, "recorded": recorded}, indent=2) + "\n"
     write_files(files)  # all or nothing
     print("gpu-check: recorded" + "".join(f"\n  {path.relative_to(ROOT)}" for path in files))

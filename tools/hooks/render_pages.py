@@ -255,15 +255,21 @@ REPOSITORY_MARK = "<!-- site repository -->"  # where Home and Authoring link th
 # The DDP scripts on A.9.3 (tools/script_diff.py), as HTML without line anchors (light on a phone): <!-- book's
 # DDP-script.py[, folded]: PART, PART --> the book's parts (collapsed); <!-- book's DDP-script-torchrun.py as a diff:
 # PART --> its changes to them; <!-- diff of SCRIPT --> ours, each changed part opening its diff. Each shown once.
+# <!-- ours, folded: SCRIPT --> a script of ours whole, collapsed (ddp-inside.py).
 
 BOOK_MARK = re.compile(r"<!-- book's (DDP-script\.py|DDP-script-torchrun\.py as a diff)(, folded)?: ([\w, ]+) -->")
 DIFF_MARK = re.compile("<!-- diff of (%s) -->" % "|".join(map(re.escape, script_diff.BASES)))
+OURS_MARK = re.compile(r"<!-- ours, folded: ([\w.-]+) -->")
+
+
+# Tokens that Material's theme draws in the code's own colour (names, whitespace): plain text, in fewer elements.
+PLAIN_TOKENS = re.compile(r'<span class="[nw]">([^<]*)</span>')
 
 
 def _code_html(code: str, language: str, title: str) -> str:
     """A code block as Material renders one with a title, without line spans; out of the search index."""
-    tokens = pygments.highlight(code, pygments.lexers.get_lexer_by_name(language),
-                                pygments.formatters.HtmlFormatter(nowrap=True))
+    tokens = PLAIN_TOKENS.sub(r"\1", pygments.highlight(code, pygments.lexers.get_lexer_by_name(language),
+                                                        pygments.formatters.HtmlFormatter(nowrap=True)))
     lines = "".join(f'<span class="line">{line}\n</span>' for line in tokens.split("\n")[:-1])  # each line whole
     return (f'<div class="language-{language} highlight" data-search-exclude>'
             f'<span class="filename">{escape(title)}</span><pre><span></span><code>{lines}</code></pre></div>')
@@ -303,7 +309,16 @@ def _scripts_as_html(content: str, page: str, edition) -> str:
             log.warning(f"{page} leaves out the book's parts {missing}; show each with <!-- book's ... -->")
         if twice := sorted({entry for entry in shown if shown.count(entry) > 1 or entry not in wanted}):
             log.warning(f"{page} shows the book's parts {twice} twice, or parts that do not exist or differ")
+    content = OURS_MARK.sub(lambda match: _ours_folded(match[1], page, edition), content)
     return DIFF_MARK.sub(lambda match: _script_diff(match[1], edition), content)
+
+
+def _ours_folded(script: str, page: str, edition) -> str:
+    if not (path := script_diff.SCRIPTS / script).is_file():
+        log.warning(f"{page}: <!-- ours, folded: {script} --> names no file in scripts/")
+        return ""
+    title = edition.words["ours"].format(adds=edition.words["whole_program"].format(script=script))
+    return _folded(escape(title), _code_html(path.read_text(), "python", f"scripts/{script}"))
 
 
 def _script_diff(script: str, edition) -> str:
