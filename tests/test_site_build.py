@@ -190,8 +190,9 @@ def glossary_problems(texts: dict[str, str]) -> list[str]:
 # The Chinese edition's typography, one rule each, as most Chinese technical writing has it (code aside):
 # - spacing: a space where a Chinese character meets a Latin letter, a digit, inline code or a placeholder (第 19 个,
 #   与 `DDP-script.py` 的差异, 与 {base} 的差异), and none beside Chinese punctuation (1.2×（spawn）和 1.5×);
-# - numerals: the counts and ordinals of one sentence are all digits or all Chinese numerals (第 6 步（第 2 轮的第 1
-#   步）, not 第六步（第 2 轮的第一步）); 一 meaning "a" (一个进程, 一块 GPU) is a word, not a count;
+# - numerals: in one sentence, the counts are all digits or all Chinese numerals (2 个隐藏层，分别有 30 个和 20 个
+#   单元), and so are the ordinals (第 6 步（第 2 轮的第 1 步）, not 第六步（第 2 轮的第一步）); 一 meaning "a" (一个
+#   进程) is a word, not a count, and a section's number (A.5 节) no count;
 # - bullet leads: a list item's bold lead ends in a full-width colon outside the bold (- **防火墙**：…); bold that
 #   begins the item's sentence (- **张量**（A.2）是…) is no lead.
 PUNCTUATION = "，。、；：？！（）“”「」《》"
@@ -200,8 +201,10 @@ UNSPACED = re.compile(r"[\u4e00-\u9fff][A-Za-z0-9`{]|[A-Za-z0-9`}][\u4e00-\u9fff
                       rf"|(?<={WORD})[ \t]+[{PUNCTUATION}]|[{PUNCTUATION}]\**[ \t]+(?={WORD})")
 CODE_BLOCK = re.compile(r"^[ \t]*(`{3,}).*?^[ \t]*\1[ \t]*$", re.S | re.M)
 MEASURE = r"(?:[个块步轮次行秒份台种条倍位层项处遍节章批名组件列]|分钟|小时)"
-DIGITS = re.compile(rf"\d\s*{MEASURE}|第\s*\d")
-NUMERALS = re.compile(rf"[两二三四五六七八九十百千]{MEASURE}|第[一二三四五六七八九十]")
+NUMERAL = "两二三四五六七八九十百千"
+COUNTS = (re.compile(rf"(?<!第)(?<!第 )(?<![.\d])\d+\s*{MEASURE}"),
+          re.compile(rf"(?<![第一{NUMERAL}])[{NUMERAL}]+{MEASURE}"))
+ORDINALS = (re.compile(r"第\s*\d"), re.compile(rf"第[一{NUMERAL}]"))  # each: (in digits, in Chinese numerals)
 BULLET_LEAD = re.compile(r"^[ \t]*(?:[-*+]|\d+\.)[ \t]+\*\*(.+?)\*\*(.?)", re.M)
 
 
@@ -216,9 +219,9 @@ def unspaced_pairs(text: str) -> list[str]:
 
 
 def mixed_numerals(text: str) -> list[str]:
-    """The sentences of `text` that count in both digits and Chinese numerals."""
+    """The sentences of `text` that count, or number, in both digits and Chinese numerals."""
     return [sentence.strip() for sentence in re.split(r"[。！？\n]", CODE_BLOCK.sub("", text))
-            if DIGITS.search(sentence) and NUMERALS.search(sentence)]
+            if any(digits.search(sentence) and numerals.search(sentence) for digits, numerals in (COUNTS, ORDINALS))]
 
 
 def loose_leads(markdown: str) -> list[str]:
@@ -240,7 +243,7 @@ def loose_leads(markdown: str) -> list[str]:
     (unspaced_pairs, "- **防火墙。** 挡住端口\n1.2×（spawn） 和 1.5×\n## 有多快？ { #fast }\n| 1（不用 DDP） | 2 |",
      ["。** ", "） "]),
     (mixed_numerals, "rank 1 在第六步（第 2 轮的第一步）之后被杀死。书中的五个样本，共 20 个样本。"
-     "第 6 步（第 2 轮的第 1 步）。用一个进程训练 20 个样本。两块 GPU。", [
+     "第 6 步（第 2 轮的第 1 步）。用一个进程训练 20 个样本。两块 GPU。第一层有 50·30 + 30 个。A.5 节讲第三个", [
          "rank 1 在第六步（第 2 轮的第一步）之后被杀死", "书中的五个样本，共 20 个样本"]),
     (loose_leads, "- **防火墙。** 挡住\n- **IPv6**。主机\n- **选错了网卡**，可能\n1. **张量库** 是\n"
      "- **防火墙**：挡住\n- **卡住**（死锁）：其他\n- **张量**（A.2）是\n- **计算图**记录", [
