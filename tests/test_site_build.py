@@ -187,20 +187,48 @@ def glossary_problems(texts: dict[str, str]) -> list[str]:
             for where, text in texts.items() for found in re.finditer(variant, text)]
 
 
-# Most Chinese technical writing's rule: a space where a Chinese character meets a Latin letter, a digit, inline code
-# or a placeholder (第 19 个, 与 `DDP-script.py` 的差异, 与 {base} 的差异), none by Chinese punctuation; code aside.
-UNSPACED = re.compile(r"[\u4e00-\u9fff][A-Za-z0-9`{]|[A-Za-z0-9`}][\u4e00-\u9fff]")
+# The Chinese edition's typography, one rule each, as most Chinese technical writing has it (code aside):
+# - spacing: a space where a Chinese character meets a Latin letter, a digit, inline code or a placeholder (第 19 个,
+#   与 `DDP-script.py` 的差异, 与 {base} 的差异), and none beside Chinese punctuation (1.2×（spawn）和 1.5×);
+# - numerals: in one sentence, the counts are all digits or all Chinese numerals (2 个隐藏层，分别有 30 个和 20 个
+#   单元), and so are the ordinals (第 6 步（第 2 轮的第 1 步）, not 第六步（第 2 轮的第一步）); 一 meaning "a" (一个
+#   进程) is a word, not a count, and a section's number (A.5 节) no count;
+# - bullet leads: a list item's bold lead ends in a full-width colon outside the bold (- **防火墙**：…); bold that
+#   begins the item's sentence (- **张量**（A.2）是…) is no lead.
+PUNCTUATION = "，。、；：？！（）“”「」《》"
+WORD = r"[\u4e00-\u9fffA-Za-z0-9`*\[\]]"  # not a separator (Material's title - site, a table's |, { #anchor })
+UNSPACED = re.compile(r"[\u4e00-\u9fff][A-Za-z0-9`{]|[A-Za-z0-9`}][\u4e00-\u9fff]"
+                      rf"|(?<={WORD})[ \t]+[{PUNCTUATION}]|[{PUNCTUATION}]\**[ \t]+(?={WORD})")
 CODE_BLOCK = re.compile(r"^[ \t]*(`{3,}).*?^[ \t]*\1[ \t]*$", re.S | re.M)
+MEASURE = r"(?:[个块步轮次行秒份台种条倍位层项处遍节章批名组件列]|分钟|小时)"
+NUMERAL = "两二三四五六七八九十百千"
+COUNTS = (re.compile(rf"(?<!第)(?<!第 )(?<![.\d])\d+\s*{MEASURE}"),
+          re.compile(rf"(?<![第一{NUMERAL}])[{NUMERAL}]+{MEASURE}"))
+ORDINALS = (re.compile(r"第\s*\d"), re.compile(rf"第[一{NUMERAL}]"))  # each: (in digits, in Chinese numerals)
+BULLET_LEAD = re.compile(r"^[ \t]*(?:[-*+]|\d+\.)[ \t]+\*\*(.+?)\*\*(.?)", re.M)
 
 
 def unspaced(text: str) -> list[str]:
-    """Where `text` breaks the rule: each pair of characters, in its context."""
+    """Where `text` breaks the spacing rule: each pair of characters (or space), in its context."""
     text = CODE_BLOCK.sub("", text)
     return [f"{m[0]} in {text[max(0, m.start() - 15):m.end() + 15]!r}" for m in UNSPACED.finditer(text)]
 
 
 def unspaced_pairs(text: str) -> list[str]:
     return [found.split(" in ")[0] for found in unspaced(text)]
+
+
+def mixed_numerals(text: str) -> list[str]:
+    """The sentences of `text` that count, or number, in both digits and Chinese numerals."""
+    return [sentence.strip() for sentence in re.split(r"[。！？\n]", CODE_BLOCK.sub("", text))
+            if any(digits.search(sentence) and numerals.search(sentence) for digits, numerals in (COUNTS, ORDINALS))]
+
+
+def loose_leads(markdown: str) -> list[str]:
+    """The list items of `markdown` whose bold lead ends in punctuation, or is followed by a space or by punctuation
+    other than the colon (or a parenthesis before it)."""
+    return [m[0].strip() for m in BULLET_LEAD.finditer(markdown)
+            if m[1][-1] in "，。、；：？！" or m[2] in " \t，。、；？！"]
 
 
 @pytest.mark.parametrize(("check", "text", "found"), [
@@ -212,32 +240,37 @@ def unspaced_pairs(text: str) -> list[str]:
     (unspaced_pairs, "本站 · DDP-script.py：main，与DDP-script.py的差异", ["与D", "y的"]),
     (unspaced_pairs, "第19个单元格，用`torch.save`保存", ["第1", "9个", "用`", "`保"]),
     (unspaced_pairs, "第 19 个单元格，用 `torch.save` 保存（见 A.8）。\n```bash\n# 在每个节点上运行torchrun\n```", []),
-], ids=["English and a version", "English and names", "glossary", "unspaced name", "unspaced code", "spaced"])
+    (unspaced_pairs, "- **防火墙。** 挡住端口\n1.2×（spawn） 和 1.5×\n## 有多快？ { #fast }\n| 1（不用 DDP） | 2 |",
+     ["。** ", "） "]),
+    (mixed_numerals, "rank 1 在第六步（第 2 轮的第一步）之后被杀死。书中的五个样本，共 20 个样本。"
+     "第 6 步（第 2 轮的第 1 步）。用一个进程训练 20 个样本。两块 GPU。第一层有 50·30 + 30 个。A.5 节讲第三个", [
+         "rank 1 在第六步（第 2 轮的第一步）之后被杀死", "书中的五个样本，共 20 个样本"]),
+    (loose_leads, "- **防火墙。** 挡住\n- **IPv6**。主机\n- **选错了网卡**，可能\n1. **张量库** 是\n"
+     "- **防火墙**：挡住\n- **卡住**（死锁）：其他\n- **张量**（A.2）是\n- **计算图**记录", [
+         "- **防火墙。**", "- **IPv6**。", "- **选错了网卡**，", "1. **张量库**"]),
+], ids=["English and a version", "English and names", "glossary", "unspaced name", "unspaced code", "spaced",
+        "spaced by punctuation", "numerals", "bullet leads"])
 def test_a_check_of_the_chinese_text_finds_what_it_should_and_nothing_else(check, text, found):
     assert check(text) == found
 
 
-def test_the_chinese_sources_use_the_glossarys_terms_and_space_chinese_and_latin_alike():
+def test_the_chinese_sources_use_the_glossarys_terms_spacing_and_bullet_leads():
     """Notebooks are made of these sources; their spacing is checked as built pages."""
     problems = glossary_problems(texts := chinese_texts())
     assert not problems, f"{len(problems)} variants that tools/glossary.zh.toml rules out:\n" + "\n".join(problems)
     found = [f"{where}: {pair}" for where, text in texts.items() if not where.endswith(".ipynb")
              for pair in unspaced(text)]
-    assert not found, f"{len(found)} places without a space between Chinese and Latin:\n" + "\n".join(found)
-    # 轮 (an epoch) is glossed at its first use in reading order.
-    prose = "".join(re.sub(r"```.*?```", "", (ROOT / source).read_text(), flags=re.S)
-                    for source, _ in nav_pages(CHINESE) if source.endswith(".md"))
-    first = re.search(r"(?<![齿车])轮(?![流廓子])", prose)
-    gloss = "轮（epoch）"
-    assert prose[first.start():first.start() + len(gloss)] == gloss, prose[first.start() - 40:first.end() + 20]
+    assert not found, f"{len(found)} places spaced against the rule:\n" + "\n".join(found)
+    leads = [f"{where}: {lead}" for where, text in texts.items() if where.endswith(".md") for lead in loose_leads(text)]
+    assert not leads, f"{len(leads)} bullet leads without a full-width colon (**防火墙**：…):\n" + "\n".join(leads)
 
 
-def test_the_built_chinese_pages_space_chinese_and_latin_alike_and_the_404_page_is_in_chinese(built_site):
+def test_the_built_chinese_pages_space_and_count_as_the_rules_say_and_the_404_page_is_in_chinese(built_site):
     """As a reader sees them: the tools' sentences filled in, inline code as a word, the chrome's words."""
     seen = _words_a_reader_sees((built_site / "zh" / "404.html").read_text())
     left = [run for texts in seen.values() for text in texts for run in english_runs(text)]
     assert not left, f"zh/404.html shows English: {left}"
-    found = []
+    found, mixed = [], []
     for page in sorted((built_site / CHINESE.prefix).rglob("*.html")):
         soup = BeautifulSoup(page.read_text(), "html.parser")
         for element in soup.select("pre, math, script, style, [lang]:not(html)"):
@@ -249,8 +282,29 @@ def test_the_built_chinese_pages_space_chinese_and_latin_alike_and_the_404_page_
         texts += [element[attribute] for attribute in ("title", "aria-label", "alt")
                   for element in soup.select(f"[{attribute}]")]
         found += [f"{page.relative_to(built_site)}: {pair}" for text in texts for pair in unspaced(text)]
-    found = list(dict.fromkeys(found))
-    assert not found, f"{len(found)} places without a space between Chinese and Latin:\n" + "\n".join(found)
+        mixed += [f"{page.relative_to(built_site)}: {sentence}" for text in texts for sentence in mixed_numerals(text)]
+    found, mixed = list(dict.fromkeys(found)), list(dict.fromkeys(mixed))
+    assert not found, f"{len(found)} places spaced against the rule:\n" + "\n".join(found)
+    assert not mixed, f"{len(mixed)} sentences that count in digits and in Chinese numerals:\n" + "\n".join(mixed)
+
+
+def test_a_term_with_a_gloss_reads_as_the_glossary_says_where_a_reader_first_meets_it(built_site):
+    """rank（进程编号）, world size（进程总数）, 轮（epoch）…: the first use in reading order (the nav's pages, what
+    the tools wrote included, code aside) is the glossary's `first_use`; a use inside （…） glosses another word."""
+    prose = ""
+    for _, url in nav_pages(CHINESE):
+        article = soup_of(built_site, url).select_one("article")
+        for element in article.select("pre, code, svg, math, script, style, .headerlink, [lang]"):
+            element.decompose()
+        prose += article.get_text("")
+    glosses = [m.span() for m in re.finditer(r"（[^）]*）", prose)]
+    problems = []
+    for term in (term for term in tomllib.loads(GLOSSARY.read_text())["term"] if "first_use" in term):
+        uses = re.finditer(term.get("word", re.escape(term["first_use"].split("（")[0])), prose)
+        first = next((use for use in uses if not any(start < use.start() < end for start, end in glosses)), None)
+        if first and not prose.startswith(term["first_use"], first.start()):
+            problems.append(f"{term['first_use']}: {prose[max(0, first.start() - 30):first.end() + 20]!r}")
+    assert not problems, "where a reader first meets these terms, they are not glossed:\n" + "\n".join(problems)
 
 
 @pytest.mark.parametrize(("english", "chinese"), PAIRS, ids=[zh[1] for _, zh in PAIRS])
