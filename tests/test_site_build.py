@@ -486,12 +486,14 @@ def test_no_python_is_typed_into_a_page():
 @pytest.mark.parametrize("edition", EDITIONS.values(), ids=EDITIONS)
 def test_a93_shows_ddp_inside_whole_as_its_download_and_its_recorded_run_under_it(edition, built_site):
     section = soup_of(built_site, f"{edition.prefix}a9-multi-gpu-training").select_one("#seeing-it-happen")
-    fold = section.find_next_sibling("details")
-    code, output = (block.select_one("pre > code").get_text() for block in fold.select("div.highlight"))
+    fold = section.find_next_sibling("details")  # the program, folded; its run open under it
+    code = fold.select_one("div.highlight pre > code").get_text()
+    output = fold.find_next_sibling("div", class_="highlight").select_one("pre > code").get_text()
     script = (ROOT / "scripts" / "ddp-inside.py").read_text()
     assert code == script == (built_site / edition.prefix / "downloads" / "scripts" / "ddp-inside.py").read_text()
     assert output == (ROOT / "scripts" / "outputs" / "ddp-inside.txt").read_text()
-    assert fold.select_one('a[href$="downloads/scripts/ddp-inside.py"][download]'), "no download link"
+    assert section.find_next_sibling("p").select_one('a[href$="downloads/scripts/ddp-inside.py"][download]'), \
+        "no download link"
 
 
 # --- The strict build refuses a broken repository
