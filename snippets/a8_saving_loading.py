@@ -16,6 +16,11 @@ print(list(model.state_dict()))  # the names of the saved tensors
 # --8<-- [end:state_dict_keys]
 
 
+# --8<-- [start:buffers]
+print(list(torch.nn.BatchNorm1d(2).state_dict()))  # parameters, then buffers
+# --8<-- [end:buffers]
+
+
 # --8<-- [start:load]
 model = NeuralNetwork(2, 2) # needs to match the original model exactly
 print(model.load_state_dict(torch.load("model.pth", weights_only=True)))
