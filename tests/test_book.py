@@ -10,7 +10,7 @@ import nbformat
 import pytest
 from bs4 import BeautifulSoup
 
-from tools import BOOK, book, pages, store
+from tools import BOOK, book, pages, script_diff, store
 from tools.editions import EDITIONS, ENGLISH
 
 
@@ -165,3 +165,32 @@ def test_every_block_says_whose_it_is_and_every_difference_is_explained_beside_i
     assert len(rows) == len(book.differences()), "the summary lists every declared difference, once"
     for row, difference in zip(rows, book.differences()):
         assert text_of(difference.reasons[edition.language].replace("`", "")) in text_of(row)
+
+
+# --- the book's DDP scripts, part by part ---------------------------------------------------
+
+def non_blank(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.strip()]
+
+
+@pytest.mark.parametrize("script", ["DDP-script.py", "DDP-script-torchrun.py"])
+def test_the_parts_of_a_book_script_hold_every_line_of_it_once_in_order(script):
+    code = (BOOK / script).read_text()
+    assert non_blank("\n".join(script_diff.parts(code).values())) == non_blank(code)
+
+
+def test_a_comment_after_a_parts_last_line_stays_with_it():
+    code = "def f():\n    x = 1\n\n    # after x\n\n\n# above g\ndef g():\n    pass\n# last\n"
+    assert script_diff.parts(code) == {"f": "def f():\n    x = 1\n\n    # after x",
+                                       "g": "# above g\ndef g():\n    pass\n# last"}
+
+
+@pytest.mark.parametrize("edition", EDITIONS.values(), ids=lambda edition: edition.language)
+def test_the_books_ddp_script_is_on_its_page_whole(built_site, edition):
+    """The blocks titled as the book's DDP-script.py, joined, are every line of it, trailing comments included."""
+    title = edition.words["book_script"].format(script="DDP-script.py", parts="")
+    built = BeautifulSoup((built_site / edition.prefix / "a9-multi-gpu-training" / "index.html").read_text(),
+                          "html.parser")
+    shown = [block.select_one("pre > code").get_text() for block in built.select(".md-content div.highlight")
+             if (name := block.select_one(".filename")) and name.get_text().startswith(title)]
+    assert non_blank("\n".join(shown)) == non_blank((BOOK / "DDP-script.py").read_text())

@@ -400,6 +400,28 @@ LENGTH = """() => {
   return heights;
 }"""
 
+# The book's parts on A.9.3 that a phone shows folded and a desktop open (docs/assets/open-wide.js).
+FOLDED_WIDE = """() => [...document.querySelectorAll("details[data-open-wide]:not([open]) > summary")]
+  .map(summary => summary.textContent)"""
+
+# On A.9.3, every code block (folded ones opened) wraps rather than scrolls, each line a block of its own, and a line
+# that wraps has the bar beside its continued rows.
+CODE_WRAPS = r"""() => {
+  const closed = [...document.querySelectorAll(".md-content details:not([open])")];
+  closed.forEach(d => { d.open = true; });
+  const problems = each(document.querySelectorAll(".md-content pre > code"), (code, i) => {
+    const name = `code block ${i + 1} ${snippet(code.textContent)}`, lines = code.textContent.split("\n").length - 1;
+    if (scrolls(code)) return `${name} hides ${code.scrollWidth - code.clientWidth} px behind a sideways scroll`;
+    const blocks = [...code.children].filter(line => getComputedStyle(line).display === "block");
+    if (blocks.length !== lines) return `${name}: ${blocks.length} of its ${lines} lines are blocks, which mark a wrap`;
+    return blocks.map(line => [line, getComputedStyle(line)]).filter(([line, style]) =>
+      line.getBoundingClientRect().height > 1.5 * parseFloat(style.lineHeight) && style.backgroundImage === "none")
+      .slice(0, 1).map(([line]) => `${name}: the line ${snippet(line.textContent, 40)} wraps with no mark beside it`);
+  });
+  closed.forEach(d => { d.open = false; });
+  return problems;
+}"""
+
 # Beside an output line that does not wrap, the bar marking continued lines draws nothing (judged by the pixels).
 OUTPUT_LINES = ".md-content .highlight.recorded pre > code > span"
 UNWRAPPED_LINES = r"""selector => [...document.querySelectorAll(selector)].flatMap(line => {
@@ -505,7 +527,8 @@ def test_page_works_in_a_browser(tab, events, screenshots, axe_script, source, u
                  if cell["cell_type"] == "code" and cell.get("outputs")) if source.endswith(".ipynb") else None
     problems = open_page(tab, url)
     inside, figures = tab.evaluate(INSPECT_PAGE, [source, stored])
-    problems += inside
+    problems += inside + (tab.evaluate(CODE_WRAPS) if url in A93_PAGES else [])
+    problems += [f"the book's part '{title}' is folded on a desktop" for title in tab.evaluate(FOLDED_WIDE)]
     if figures:  # each diagram's colour follows the palette
         dark, light = (tab.evaluate(PALETTE, scheme) for scheme in ("slate", "default"))  # light again
         problems += [f"diagram {i + 1} has the same colour ({colour}) in the light and the dark palette"
@@ -516,6 +539,7 @@ def test_page_works_in_a_browser(tab, events, screenshots, axe_script, source, u
     tab.set_viewport_size(PHONE)  # the diagrams: their narrow variants now
     on_a_phone = tab.evaluate(INSPECT_PHONE, [MIN_TEXT_PX, MIN_CODE_SHARE, BREAKS_AFTER])
     if url in A93_PAGES:  # the book's scripts first, ours folded away: at most 12 screens, every collapsible closed
+        on_a_phone += tab.evaluate(CODE_WRAPS)
         height, changes = (length / PHONE["height"] for length in tab.evaluate(LENGTH))  # in phone screens
         on_a_phone += [f"{height:.1f} phone screens long, more than 12"] * (height > 12) + [
             f"the list of what our scripts change takes {changes:.1f} phone screens, not one"] * (changes > 1)

@@ -24,13 +24,16 @@ from ddp_harness import (
     single_process_weights,
 )
 
-from tools import ROOT, script_diff
+from tools import BOOK, ROOT, ddp_numbers, script_diff
+from tools.ddp_runs import SCRIPT_RUNS, ScriptRun, in_rank_order, trained_fully, training_data, training_loader
 from tools.ddp_runs import ddp_environment as environment
-from tools.ddp_runs import in_rank_order, trained_fully
+from tools.editions import ENGLISH
 from tools.page_runner import run
 from tools.sections import section_code
+from tools.store import RecordingError
 
 LAUNCHERS = {"spawn": "DDP-script.py", "torchrun": "DDP-script-torchrun.py"}  # both print the recorded run
+BOOK_ON_CPU = "book-DDP-script-cpu.txt"  # the book's DDP-script.py, its device lines changed for the CPU
 WORLD_SIZES = [1, 3, 8]  # and 2, the default: the fewest, one that does not divide 20 samples, the most
 
 
@@ -79,6 +82,7 @@ def jobs(tmp):
                                  env={**spawn_env, "USE_LIBUV": "0"}, cwd=spawn_folder),
         **{f"world size {n}": lambda n=n: run_job([SPAWN, "--world-size", n], timeout=300) for n in (3, 1)},
         "spawn without destroy": lambda: without_destroy(tmp, "DDP-script.py", ["--world-size", 1]),  # 1 is enough
+        "book on the CPU": lambda: run_job(SCRIPT_RUNS[BOOK_ON_CPU].arguments(tmp)),
         "torchrun without destroy": lambda: without_destroy(tmp, "DDP-script-torchrun.py"),
     }
     with ThreadPoolExecutor(max_workers=2) as pool:
@@ -216,6 +220,32 @@ def test_launchers_and_two_nodes_print_and_train_the_same(jobs, tmp, reference):
 def test_leaving_without_destroy_process_group_is_caught(jobs, launcher):
     job = jobs[f"{launcher} without destroy"].result()  # the check that every run above passes (`succeeded`)
     assert job.returncode != 0 and UNDESTROYED in job.stderr, job.describe()
+
+
+def test_the_books_script_on_the_cpu_prints_what_is_recorded(jobs):
+    job = jobs["book on the CPU"].result()
+    assert_recorded(job, BOOK_ON_CPU)
+    assert trained_fully(job.stdout.replace("[GPU", "[rank "), 2), job.describe()
+
+
+def test_a_change_to_the_books_script_that_is_not_there_once_is_refused(tmp_path):
+    changes = ScriptRun("", ("book/DDP-script.py",), changes=(("device_ids=[rank]", ""), ("rank", "")))
+    with pytest.raises(RecordingError, match="has 21 times, not once, the text 'rank'"):
+        changes.arguments(tmp_path)
+
+
+@pytest.mark.parametrize("script", ["DDP-script.py", "DDP-script-torchrun.py"])
+def test_the_books_factor_lines_and_the_numbers_the_pages_state_are_what_the_scripts_do(script, tmp_path):
+    """Uncommenting the factor lines the pages name, and no others, makes the training set the pages say."""
+    numbers = {name: number(ENGLISH) for name, number in ddp_numbers.NUMBERS.items()}
+    first, last, _ = ddp_numbers.factor_block(BOOK / script)
+    lines = (BOOK / script).read_text().splitlines(keepends=True)
+    lines[first - 1:last] = [line.replace("# ", "", 1) for line in lines[first - 1:last]]
+    (tmp_path / script).write_text("".join(lines))
+    as_shipped, with_factor = training_loader(BOOK / script), training_loader(tmp_path / script)
+    assert len(as_shipped.dataset) == numbers["book.examples"] and as_shipped.batch_size == numbers["book.batch_size"]
+    assert len(with_factor.dataset) == numbers["book.examples_with_factor"]
+    assert len(training_data()) == numbers["ours.examples"]
 
 
 def test_gpu_check_without_cuda_says_so_in_one_sentence_and_fails():

@@ -445,6 +445,9 @@ WARNINGS = {
     "a part of the book's DDP script left out of A.9.3": (
         "docs/a9-multi-gpu-training.md", "<!-- book's DDP-script.py: main -->", "",
         ["a9-multi-gpu-training.md leaves out the book's parts", "'main'"]),
+    "a number mark that names no number": ("docs/a9-multi-gpu-training.md", "",
+                                           "\nIt has <!-- ddp book.nothing --> examples.\n",
+                                           ["a9-multi-gpu-training.md: <!-- ddp book.nothing --> names no number"]),
     "a recorded output deleted": ("snippets/outputs/a2_tensors/shape.txt", None, None, [
         "snippets/a2_tensors.py, section 'shape'", "recorded output is missing", "make outputs"]),
     "a recorded output that a sentence no longer fits": (  # re-recorded, and the prose left as it was

@@ -13,7 +13,7 @@ from tools import ROOT
 from tools.page_runner import TIME_LIMIT, TimedOut, run
 from tools.store import RecordingError
 
-RANK_LINE = re.compile(r"\[rank (\d+)\] ")
+RANK_LINE = re.compile(r"\[(?:rank |GPU)(\d+)\] ")  # ours print [rank 0], the book's [GPU0]
 
 
 def in_rank_order(stdout: str) -> str:
@@ -36,17 +36,35 @@ class ScriptRun:
     """A recorded run: the command a reader types, the arguments after `python`, what is kept.
     A run that trains is recorded from stdout, where the scripts print the same bytes on every run
     (notes that change, such as where a snapshot is, go to stderr); a failing one from stderr.
-    `env`: variables the command sets (a fault injected from scripts/fault-injection)."""
+    `env`: variables the command sets (a fault injected from scripts/fault-injection).
+    `changes`: (old, new) pairs; the run is of a copy of the script with each old text, found exactly once, made new."""
 
     command: str
     args: tuple
     stream: str = "stdout"
     status: int = 0  # the exit status the run must have
     env: tuple = ()  # (name, value) pairs
+    changes: tuple = ()
 
     def recorded(self, stdout: str, stderr: str) -> str:
         """What is kept of a run of it: its recorded stream, the ranks' lines in rank order."""
         return in_rank_order(stdout) if self.stream == "stdout" else stderr
+
+    def arguments(self, folder: Path) -> list[str]:
+        """The arguments after `python`: the script's, or, with `changes`, those of its changed copy written in
+        `folder`; RecordingError if an old text is not in the script exactly once."""
+        if not self.changes:
+            return list(self.args)
+        script, *rest = self.args
+        code = (ROOT / script).read_text()
+        for old, new in self.changes:
+            if code.count(old) != 1:
+                raise RecordingError(f"{script} has {code.count(old)} times, not once, the text {old!r} that "
+                                     "tools/ddp_runs.py changes for its recorded run; update the change.")
+            code = code.replace(old, new)
+        copy = Path(folder) / Path(script).name
+        copy.write_text(code)
+        return [str(copy), *rest]
 
 
 def run_key(name: str) -> str:
@@ -55,8 +73,22 @@ def run_key(name: str) -> str:
 
 
 FAULT_INJECTION = ROOT / "scripts" / "fault-injection"
+# The book's DDP-script.py on a CPU, with two processes: its device lines, and nothing else, changed.
+BOOK_ON_CPU = (
+    ('init_process_group(backend="nccl", rank=rank, world_size=world_size)',
+     'init_process_group(backend="gloo", rank=rank, world_size=world_size)'),
+    ("    torch.cuda.set_device(rank)\n", ""),
+    ("model.to(rank)", 'model.to("cpu")'),
+    ("model = DDP(model, device_ids=[rank])", "model = DDP(model)"),
+    ("features.to(rank), labels.to(rank)", 'features.to("cpu"), labels.to("cpu")'),
+    ("compute_accuracy(model, train_loader, device=rank)", 'compute_accuracy(model, train_loader, device="cpu")'),
+    ("compute_accuracy(model, test_loader, device=rank)", 'compute_accuracy(model, test_loader, device="cpu")'),
+    ("world_size = torch.cuda.device_count()", "world_size = 2"),
+)
 SCRIPT_RUNS = {
     "DDP-script.txt": ScriptRun("python scripts/DDP-script.py", ("scripts/DDP-script.py",)),
+    "book-DDP-script-cpu.txt": ScriptRun("python DDP-script.py (book/, its device lines changed for the CPU)",
+                                         ("book/DDP-script.py",), changes=BOOK_ON_CPU),
     "DDP-script-fault-kill.txt": ScriptRun(
         "PYTHONPATH=scripts/fault-injection FAULT=kill python scripts/DDP-script.py",
         ("scripts/DDP-script.py",), stream="stderr", status=1,
@@ -80,7 +112,7 @@ def run_script(name: str) -> str:
     script_run = SCRIPT_RUNS[name]
     with tempfile.TemporaryDirectory(prefix="ddp-run-") as tmp:  # torchrun's files go, however it ends
         try:
-            status, stdout, stderr = run([sys.executable, *script_run.args], TIME_LIMIT, cwd=ROOT,
+            status, stdout, stderr = run([sys.executable, *script_run.arguments(tmp)], TIME_LIMIT, cwd=ROOT,
                                          env=ddp_environment(TMPDIR=tmp, **dict(script_run.env)))
         except TimedOut as stopped:
             raise RecordingError(f"`{script_run.command}` was {stopped}.") from None
@@ -90,14 +122,19 @@ def run_script(name: str) -> str:
     return script_run.recorded(stdout, stderr)
 
 
-def training_data():
-    """DDP-script.py's training set (the enlarged toy data), made by the script itself; its samplers need a
-    process group: one of one process, in memory, for the call."""
+def training_loader(script: Path = ROOT / "scripts" / "DDP-script.py"):
+    """The training loader that a DDP script's prepare_dataset makes (ours, or a copy of the book's); its sampler
+    needs a process group: one of one process, in memory, for the call."""
     import torch.distributed as dist
 
-    script = runpy.run_path(str(ROOT / "scripts" / "DDP-script.py"))  # its launcher runs only under __main__
+    functions = runpy.run_path(str(script))  # its launcher runs only under __main__
     dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
     try:
-        return script["prepare_dataset"]()[0].dataset
+        return functions["prepare_dataset"]()[0]
     finally:
         dist.destroy_process_group()
+
+
+def training_data():
+    """DDP-script.py's training set (the enlarged toy data), made by the script itself."""
+    return training_loader().dataset

@@ -17,10 +17,12 @@ BASES = {"DDP-script.py": BOOK / "DDP-script.py", "DDP-script-torchrun.py": SCRI
 
 
 def parts(code: str) -> dict[str, str]:
-    """{name: code} of a script's top-level parts, in file order."""
+    """{name: code} of a script's top-level parts, in file order. Every line is in one part: the comments above a
+    statement are its part's, and so are the indented comments after its last line (and all lines after the last)."""
     lines = code.splitlines()
-    found, start = {}, 0
-    for node in ast.parse(code).body:
+    found, start, body = {}, 0, ast.parse(code).body
+    for node, following in zip(body, [*body[1:], None]):
+        end = len(lines) if following is None else _trailing_end(lines, node.end_lineno)
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             name = "imports"
         elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
@@ -29,9 +31,19 @@ def parts(code: str) -> dict[str, str]:
             name = "__main__"
         else:
             name = ast.unparse(node).split("=")[0].strip()
-        found[name] = found.get(name, "") + "\n".join(lines[start:node.end_lineno]) + "\n"
-        start = node.end_lineno
+        found[name] = found.get(name, "") + "\n".join(lines[start:end]) + "\n"
+        start = end
     return {name: part.strip("\n") for name, part in found.items()}
+
+
+def _trailing_end(lines: list[str], end: int) -> int:
+    """Where a statement ending on line `end` ends with its indented comments after it (blank lines between)."""
+    for index in range(end, len(lines)):
+        if lines[index].strip() and not lines[index][0].isspace():
+            break
+        if lines[index].strip():
+            end = index + 1
+    return end
 
 
 @dataclass

@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # mkdocs loads thi
 for name in [name for name in sys.modules if name == "tools" or name.startswith("tools.")]:
     del sys.modules[name]
 
-from tools import BOOK, ROOT, book, checker, claims, editions, pages, prerequisites, script_diff, tomllib  # noqa: E402
+from tools import BOOK, ROOT, book, checker, claims, ddp_numbers, editions, pages, prerequisites, script_diff, tomllib  # noqa: E402
 from tools.sections import section_code  # noqa: E402
 from tools.store import GPU_OUTPUTS, MANIFEST, output_path, varying_patterns  # noqa: E402
 
@@ -264,12 +264,16 @@ def _code_html(code: str, language: str, title: str) -> str:
     """A code block as Material renders one with a title, without line spans; out of the search index."""
     tokens = pygments.highlight(code, pygments.lexers.get_lexer_by_name(language),
                                 pygments.formatters.HtmlFormatter(nowrap=True))
+    lines = "".join(f'<span class="line">{line}\n</span>' for line in tokens.split("\n")[:-1])  # each line whole
     return (f'<div class="language-{language} highlight" data-search-exclude>'
-            f'<span class="filename">{escape(title)}</span><pre><span></span><code>{tokens}</code></pre></div>')
+            f'<span class="filename">{escape(title)}</span><pre><span></span><code>{lines}</code></pre></div>')
 
 
-def _folded(summary: str, body: str) -> str:
-    return f"<details><summary>{summary}</summary>{body}</details>"  # the code in it is out of the search
+def _folded(summary: str, body: str, wide_open: bool = False) -> str:
+    """Collapsed (its code is out of the search); `wide_open`: opened on a wide screen (docs/assets/open-wide.js),
+    so that a phone shows the book's parts as a list of titles and a desktop shows the code."""
+    opens = " data-open-wide" if wide_open else ""
+    return f"<details{opens}><summary>{summary}</summary>{body}</details>"
 
 
 def _scripts_as_html(content: str, page: str, edition) -> str:
@@ -283,10 +287,12 @@ def _scripts_as_html(content: str, page: str, edition) -> str:
         if script == "DDP-script-torchrun.py":
             lines = [line for name in names for line in script_diff.hunks(torchrun_changes.get(name, []))]
             lines = [line for i, line in enumerate(lines) if not (line == " ..." and lines[i - 1:i] == [line])]
-            return _code_html("\n".join(lines), "diff", words["book_torchrun_diff"].format(parts=listed))
-        title = words["book_script"].format(script=script, parts=listed)
-        block = _code_html("\n\n\n".join(book_script.get(name, "") for name in names), "python", title)
-        return _folded(escape(title), block) if match[2] else block
+            title = words["book_torchrun_diff"].format(parts=listed)
+            block = _code_html("\n".join(lines), "diff", title)
+        else:
+            title = words["book_script"].format(script=script, parts=listed)
+            block = _code_html("\n\n\n".join(book_script.get(name, "") for name in names), "python", title)
+        return _folded(escape(title), block, wide_open=not match[2])
 
     content = BOOK_MARK.sub(book_parts, content)
     if shown:
@@ -336,6 +342,9 @@ def on_page_markdown(markdown: str, /, *, page: Page, config: MkDocsConfig, file
                                                                           edition.language)}.items():
         if mark in markdown:
             markdown = markdown.replace(mark, text())
+    markdown, problems = ddp_numbers.fill(markdown, edition)  # before Markdown, which drops a comment in a line
+    for problem in problems:
+        log.warning(f"{edition.docs.name}/{src}: {problem}")
     markdown = _with_labels(markdown, src, edition)
     if src not in pages.chapter_pages():
         return markdown
@@ -362,8 +371,14 @@ EARLIER_CODE = re.compile(r'<details(?= class="example">\s*<summary>(?:%s)</summ
     re.escape(edition.words["earlier_code"]) for edition in editions.EDITIONS.values()))
 
 
+# On the pages that show the DDP scripts every code block wraps, each line marked where it continues (extra.css).
+CODE_BLOCK = re.compile(r'<div class="language-\w+ highlight')
+
+
 def on_page_content(html: str, /, *, page: Page, config: MkDocsConfig, files: Files) -> str:
-    html = _scripts_as_html(html, page.file.src_uri, editions.of(config))
+    edition = editions.of(config)
+    if BOOK_MARK.search(html) or DIFF_MARK.search(html):
+        html = CODE_BLOCK.sub(r"\g<0> wrapped", _scripts_as_html(html, page.file.src_uri, edition))
     html = WHOLE_SCRIPT.sub(r"\g<0> data-search-exclude", html)
     html = ROW_NAMED_TABLE.sub(_row_headers, html)
     return EARLIER_CODE.sub("<details data-search-exclude", html)
