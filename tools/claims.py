@@ -55,10 +55,17 @@ class Output:  # what a block printed, as the recording stored it
             found.append(ast.literal_eval(self.text[start:end + (char == "]")]))
         return found
 
+    def _plotted(self, kind: str) -> list:
+        path = output_path(self.key, ".plot.json")
+        return json.loads(path.read_text())[0][kind] if path.exists() else []
+
     @property
     def points(self) -> list:  # a plot's: the [x, y] points of each scatter, in the order they were drawn
-        path = output_path(self.key, ".plot.json")
-        return json.loads(path.read_text())[0]["points"] if path.exists() else []
+        return self._plotted("points")
+
+    @property
+    def curves(self) -> list:  # a plot's: the [x, y] points of each line, in the order they were drawn
+        return self._plotted("lines")
 
     @property
     def varies(self) -> bool:  # declared machine-dependent (snippets/varying_outputs.toml)
