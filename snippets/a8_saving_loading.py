@@ -17,7 +17,9 @@ print(list(model.state_dict()))  # the names of the saved tensors
 
 
 # --8<-- [start:buffers]
-print(list(torch.nn.BatchNorm1d(2).state_dict()))  # parameters, then buffers
+batch_norm = torch.nn.BatchNorm1d(2)
+print(list(batch_norm.state_dict()))  # parameters, then buffers
+print([name for name, _ in batch_norm.named_buffers()])  # the buffers alone
 # --8<-- [end:buffers]
 
 
