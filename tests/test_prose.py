@@ -139,12 +139,26 @@ def test_a8_buffers_and_what_load_state_dict_says(torch):
         Masked().load_state_dict(partial)
 
 
+def test_a8_a_gpt_checkpoint_needs_the_same_context_length(torch):
+    """As the book's GPT holds them: a causal mask buffer and a positional embedding, both sized by context."""
+    class Positions(torch.nn.Module):
+        def __init__(self, context_length):
+            super().__init__()
+            self.pos_emb = torch.nn.Embedding(context_length, 4)
+            self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length), diagonal=1))
+
+    with pytest.raises(RuntimeError) as error:
+        Positions(16).load_state_dict(Positions(8).state_dict())
+    assert "size mismatch for mask" in str(error.value) and "size mismatch for pos_emb.weight" in str(error.value)
+
+
 def test_a9_what_to_returns_and_the_tensors_that_mix_across_devices(torch):
     a = torch.ones(2)
     assert a.to("cpu") is a and a.to("meta") is not a
     assert (torch.ones(3, device="meta") + torch.tensor(2.0)).device.type == "meta"  # a 0-d CPU tensor mixes
     with pytest.raises(RuntimeError, match="device"):
         torch.ones(3, device="meta") + torch.tensor([2.0])
+    assert torch.ones(3, device="meta")[torch.tensor([0, 2])].device.type == "meta"  # indexing moves CPU indices
 
 
 NOTEBOOK_DATASET = """
@@ -169,4 +183,6 @@ def test_a6_workers_that_start_fresh_cannot_import_a_notebooks_dataset(torch):
     if sys.platform == "linux":
         assert multiprocessing.get_start_method() == ("forkserver" if sys.version_info >= (3, 14) else "fork")
     status, _, stderr = run([sys.executable, "-c", NOTEBOOK_DATASET], 120, cwd=ROOT)
-    assert status != 0 and "Can't get attribute 'ToyDataset' on <module '__main__' (built-in)>" in stderr, stderr
+    assert status != 0 and "AttributeError: Can't get attribute 'ToyDataset' on <module '__main__' (built-in)>" \
+        in stderr, stderr
+    assert re.search(r"RuntimeError: DataLoader worker \(pid\(s\) [\d, ]+\) exited unexpectedly", stderr), stderr
