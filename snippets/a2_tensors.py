@@ -98,6 +98,7 @@ except RuntimeError as error:
     print("view failed:", str(error).split(".")[0])
 
 print(transposed.reshape(6))  # reshape copies when it has to
+print(transposed.contiguous().view(6))  # a contiguous copy views fine
 # --8<-- [end:view_fails]
 
 

@@ -87,6 +87,12 @@ print(predictions)
 # --8<-- [end:probabilities]
 
 
+# --8<-- [start:loss_of_probabilities]
+print(F.cross_entropy(outputs, y_train))  # the loss, from the logits
+print(F.cross_entropy(probas, y_train))   # softmax applied twice: wrong
+# --8<-- [end:loss_of_probabilities]
+
+
 
 # --8<-- [start:predictions_from_logits]
 predictions = torch.argmax(outputs, dim=1)

@@ -16,6 +16,13 @@ print(list(model.state_dict()))  # the names of the saved tensors
 # --8<-- [end:state_dict_keys]
 
 
+# --8<-- [start:buffers]
+batch_norm = torch.nn.BatchNorm1d(2)
+print(list(batch_norm.state_dict()))  # parameters, then buffers
+print([name for name, _ in batch_norm.named_buffers()])  # the buffers alone
+# --8<-- [end:buffers]
+
+
 # --8<-- [start:load]
 model = NeuralNetwork(2, 2) # needs to match the original model exactly
 print(model.load_state_dict(torch.load("model.pth", weights_only=True)))

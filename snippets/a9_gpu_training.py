@@ -91,10 +91,11 @@ print(compute_accuracy(model, test_loader, device=device))
 # --8<-- [end:test_accuracy_on_device]
 
 
-# --8<-- [start:to_returns_a_copy]
+# --8<-- [start:to_on_a_tensor]
 features = torch.tensor([[1.0, 2.0]])
-features.to(device)             # returns a moved copy; `features` stays put
+features.to(device)             # a tensor on `device`; `features` stays put
 print(features.device)
 features = features.to(device)  # tensors must be reassigned
 print(features.device)
-# --8<-- [end:to_returns_a_copy]
+print(features.to(device) is features)  # already there: the same tensor
+# --8<-- [end:to_on_a_tensor]

@@ -212,7 +212,7 @@ ON_GPU = {  # what the device code prints on a CUDA GPU
     "a9_gpu_training:add_on_device": "tensor([5., 7., 9.], device='cuda:0')\n",
     "a9_gpu_training:devices_must_match": "RuntimeError: Expected all tensors to be on the same device, "
                                           "but found at least two devices, cuda:0 and cpu!\n",
-    "a9_gpu_training:to_returns_a_copy": "cpu\ncuda:0\n",
+    "a9_gpu_training:to_on_a_tensor": "cpu\ncuda:0\nTrue\n",
     "exercise_solutions:a4_matmul_timing": "CPU:    801.2 µs per product (torch threads: 8)\n"
                                            "GPU:     12.5 µs per product\n",
 }

@@ -122,7 +122,7 @@ def printed_on(environment: dict) -> dict[str, str]:
         "a1_what_is_pytorch:cuda_available": f"{bool(environment['gpu'])}\n",
         "a1_what_is_pytorch:mps_available": f"{environment['mps']}\n",
         "a9_gpu_training:pick_device": f"{device}\n",
-        "a9_gpu_training:to_returns_a_copy": f"cpu\n{on_device}\n",
+        "a9_gpu_training:to_on_a_tensor": f"cpu\n{on_device}\nTrue\n",
     }
 
 

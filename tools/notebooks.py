@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import nbformat
 
-from tools import pages, prerequisites
+from tools import claims, pages, prerequisites
 from tools.editions import Edition
 
 KERNEL = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
@@ -32,7 +32,7 @@ class Code:  # an include of a snippet section: the `index`th cell of the page's
 def page_parts(page: str, edition: Edition) -> list[str | Code]:
     """The page in `edition` as lines of text (as a notebook's text cell shows them) and code cells, in order."""
     text = re.sub(r"\A---\n.*?\n---\n", "", pages.page_text(page, edition.docs), flags=re.S)
-    text = FIGURE.sub(_figure, PAGE_ONLY.sub("", prerequisites.fill(text, edition)))
+    text = FIGURE.sub(_figure, PAGE_ONLY.sub("", claims.without_marks(prerequisites.fill(text, edition))))
     parts, fence, language, include, earlier = [], None, "", 0, False  # None in parts: a line left out
     for line in text.splitlines():
         line = re.sub(r"^(?: {4})+", "", line)  # bodies of admonitions and tabs become plain text

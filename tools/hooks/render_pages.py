@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # mkdocs loads thi
 for name in [name for name in sys.modules if name == "tools" or name.startswith("tools.")]:
     del sys.modules[name]
 
-from tools import BOOK, ROOT, book, checker, ddp_numbers, editions, pages, prerequisites, script_diff, tomllib  # noqa: E402
+from tools import BOOK, ROOT, book, checker, claims, ddp_numbers, editions, pages, prerequisites, script_diff, tomllib  # noqa: E402
 from tools.sections import section_code  # noqa: E402
 from tools.store import GPU_OUTPUTS, MANIFEST, output_path, varying_patterns  # noqa: E402
 
@@ -344,6 +344,12 @@ def _script_diff(script: str, edition) -> str:
 def on_page_markdown(markdown: str, /, *, page: Page, config: MkDocsConfig, files: Files) -> str:
     src, edition = page.file.src_uri, editions.of(config)
     markdown = prerequisites.fill(markdown, edition)  # the Pythons and packages a reader needs
+    # What the prose says about the recorded outputs (tools/claims.py); serving, a false one shows under the title.
+    source = Path(page.file.abs_src_path).read_text() if page.file.abs_src_path else markdown  # its lines
+    false = "".join(_problem(problem, "Contradicted by its output")
+                    for problem in claims.problems(source, f"{edition.docs.name}/{src}"))
+    title, _, rest = claims.without_marks(markdown).partition("\n")
+    markdown = f"{title}\n\n{false}{rest}" if false else f"{title}\n{rest}"
     for mark, text in {REPOSITORY_MARK: lambda: config.extra["repository_line"],
                        book.TABLE_MARK: lambda: _differences_table(edition), editions.GLOSSARY_MARK: _glossary_table,
                        # with the pages as they are now: a page changed since says so

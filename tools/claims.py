@@ -1,0 +1,123 @@
+"""What the prose says about a recorded output, held against it. A sentence that quotes a printed value or states a
+property of one (a bound, a sum, two outputs alike, the output above) is followed by a mark that says it in Python:
+
+    The last two are class 1 with a probability over 95%.
+    <!-- holds: all(row[1] > 0.95 for row in probabilities.tensors[0][3:]) -->
+
+The expression sees each output of the page by its section's name, `above` and `below` (the output of the nearest
+code block before and after the mark), `output("module:section")` for any other, the recording's `environment`, the
+measured figures (`bench`) and `math`. The build warns on a mark that is false (so `--strict` fails) and removes the
+marks from the pages, as tools/notebooks.py does from the notebooks. Both editions carry the same marks."""
+
+import ast
+import json
+import math
+import re
+from dataclasses import dataclass
+from functools import cached_property
+
+from tools import ROOT, pages
+from tools.store import MANIFEST, output_path, stored_output, varying_patterns
+
+MARK = re.compile(r"[ \t]*\n?[ \t]*<!-- holds: (.*?) -->", re.S)  # at a line's end, or on a line of its own
+FENCE = re.compile(r"^[ \t]*(`{3,}).*?^[ \t]*\1[ \t]*$", re.S | re.M)  # a mark in one is an example (Authoring)
+NUMBER = re.compile(r"(?<!\w)-?\d+(?:\.\d*)?(?:e[-+]?\d+)?")
+BENCH = ROOT / "measured" / "bench.json"
+BUILTINS = {function.__name__: function for function in (
+    abs, all, any, float, int, len, list, max, min, range, round, set, sorted, str, sum, zip)}
+
+
+@dataclass(frozen=True)
+class Output:  # what a block printed, as the recording stored it
+    key: str
+    text: str
+
+    @property
+    def lines(self) -> list[str]:
+        return self.text.splitlines()
+
+    @property
+    def numbers(self) -> list[float]:  # every number it prints, in order
+        return [float(number) for number in NUMBER.findall(self.text)]
+
+    def after(self, label: str) -> list[float]:  # the number after each `label`: train.after("Loss:")
+        return [float(number) for number in re.findall(rf"{re.escape(label)}\s*({NUMBER.pattern})", self.text)]
+
+    @cached_property
+    def tensors(self) -> list:  # the values of each tensor(...) it prints, as nested lists (... where it skips)
+        found = []
+        for match in re.finditer(r"tensor\(", self.text):
+            start, depth = match.end(), 0
+            for end, char in enumerate(self.text[start:], start):
+                depth += {"[": 1, "]": -1}.get(char, 0)
+                if depth == 0 and char in "]),":
+                    break
+            found.append(ast.literal_eval(self.text[start:end + (char == "]")]))
+        return found
+
+    def _plotted(self, kind: str) -> list:
+        path = output_path(self.key, ".plot.json")
+        return json.loads(path.read_text())[0][kind] if path.exists() else []
+
+    @property
+    def points(self) -> list:  # a plot's: the [x, y] points of each scatter, in the order they were drawn
+        return self._plotted("points")
+
+    @property
+    def curves(self) -> list:  # a plot's: the [x, y] points of each line, in the order they were drawn
+        return self._plotted("lines")
+
+    @property
+    def varies(self) -> bool:  # declared machine-dependent (snippets/varying_outputs.toml)
+        return self.key in varying_patterns()
+
+
+def marks(markdown: str) -> list[re.Match]:
+    fences = [fence.span() for fence in FENCE.finditer(markdown)]
+    return [mark for mark in MARK.finditer(markdown) if not any(start < mark.end() <= end for start, end in fences)]
+
+
+def _block(keys: list[str], read) -> Output | None:  # what a code block shows under it
+    printed = [(key, text) for key in keys if (text := read(key)) is not None]
+    return Output("+".join(key for key, _ in printed), "".join(text for _, text in printed)) if printed else None
+
+
+def problems(markdown: str, source: str, read=stored_output) -> list[str]:
+    """Each mark of `markdown`, the text of the page file `source`, that is false or cannot be read, against the
+    outputs that `read("module:section")` gives."""
+    if not (found_marks := marks(markdown)):
+        return []
+    keys = [f"{module}:{section}" for module, section in pages.INCLUDE.findall(markdown)]
+    shown = {key: Output(key, read(key) or "") for key in keys  # what each block printed, or drew
+             if read(key) is not None or output_path(key, ".plot.json").exists()}
+    names = [key.split(":")[1] for key in shown]
+    blocks = [(fence.start(), fence.end(), [f"{m}:{s}" for m, s in pages.INCLUDE.findall(fence["includes"])])
+              for fence in pages.SNIPPET_FENCE.finditer(markdown)]
+    namespace = {"__builtins__": BUILTINS, "math": math, "bench": json.loads(BENCH.read_text()),
+                 "environment": json.loads(MANIFEST.read_text())["environment"],
+                 "output": lambda key: Output(key, read(key) or ""),
+                 **{name: output for name, output in zip(names, shown.values()) if names.count(name) == 1}}
+    found = []
+    for mark in found_marks:
+        before = [keys for _, end, keys in blocks if end <= mark.start()]
+        after = [keys for start, _, keys in blocks if start >= mark.end()]
+        scope = {**namespace, "above": _block(before[-1], read) if before else None,
+                 "below": _block(after[0], read) if after else None}
+        where = f"{source}:{markdown.count(chr(10), 0, mark.end()) + 1}"  # the mark's line
+        try:
+            holds = eval(mark[1], scope)  # the site's own pages, with the names above and a few builtins
+        except Exception as error:  # a typo, an output that is not there: say which
+            found.append(f"{where}: the mark <!-- holds: {mark[1]} --> cannot be read: "
+                         f"{type(error).__name__}: {error}.")
+            continue
+        if not holds:
+            said = " ".join(without_marks(markdown[:mark.start()].rsplit("\n\n", 1)[-1]).split())[-120:]
+            found.append(f"{where}: the recorded outputs no longer bear out “{said}”: `{mark[1]}` is false. "
+                         "Change the sentence and its mark together.")
+    return found
+
+
+def without_marks(markdown: str) -> str:
+    for mark in reversed(marks(markdown)):
+        markdown = markdown[:mark.start()] + markdown[mark.end():]
+    return markdown
