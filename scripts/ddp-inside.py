@@ -76,10 +76,11 @@ def text(tensor, digits):  # a string per number
 
 def watch(state, bucket):
     """A DDP communication hook. During backward(), DDP calls it with each
-    bucket of gradients (one flat tensor) once they are all computed, and
-    writes what the returned future holds into the parameters' .grad. This
-    one runs DDP's own all-reduce hook and keeps the bias's gradient as the
-    bucket holds it before, and as the future holds it after."""
+    bucket of gradients (one flat tensor) as soon as that bucket's are all
+    computed, and writes what the returned future holds into the parameters'
+    .grad. This one runs torch's stock allreduce_hook (the same result as DDP
+    with no hook) and keeps the bias's gradient as the bucket holds it
+    before, and as the future holds it after."""
     start = 0  # where the bias's gradient lies in the bucket
     for param, grad in zip(bucket.parameters(), bucket.gradients()):
         if param is state["bias"]:
