@@ -1,6 +1,7 @@
 """Each code cell of the book (book/) is a block of the pages, in order, with its text (but trailing spaces, a bare
 last expression in print()) and output; or the difference is declared and noted. Titles say whose a block is."""
 
+import hashlib
 import html
 import re
 import shutil
@@ -52,6 +53,41 @@ def problems_of(found: dict[str, book.Comparison], declared: tuple[book.Differen
                 problems.append(f"{where} is declared in {book.DECLARED.name}, but the pages show it as the "
                                 "book has it, output included: remove it from the declaration.")
     return problems
+
+
+# --- the pinned files are the book's repository's bytes at the pinned commit
+
+PINNED = re.compile(r"^\| `([^`]+)` \| `([0-9a-f]{64})` \|$", re.M)  # book/README.md's table: file, SHA-256
+
+
+def unpinned(folder: Path) -> list[str]:
+    """What differs from the SHA-256 that book/README.md records for each file it pinned: one sentence a file."""
+    pinned = dict(PINNED.findall((folder / "README.md").read_text()))
+    files = {path.name for path in folder.iterdir() if path.name != "README.md"}
+    return [f"{BOOK.name}/{name} is not the file of rasbt/LLMs-from-scratch at commit {pages.book_commit()} "
+            f"(SHA-256 {digest or 'none'}, {BOOK.name}/README.md records {pinned.get(name) or 'none'}): restore it "
+            f"(git checkout {BOOK.name}/{name}), or pin again as {BOOK.name}/README.md says: copy the files from the "
+            "commit, then write it and each file's SHA-256 (sha256sum book/*) there."
+            for name in sorted(files | set(pinned))
+            if (digest := (folder / name).is_file() and hashlib.sha256((folder / name).read_bytes()).hexdigest())
+            != pinned.get(name)]
+
+
+@pytest.mark.parametrize("change", [None, "a byte", "a file added"])
+def test_each_pinned_file_is_the_books_at_the_pinned_commit(change, tmp_path):
+    folder = BOOK if change is None else shutil.copytree(BOOK, tmp_path / "book")
+    if change == "a byte":  # one character of the book's torchrun script
+        script = folder / "DDP-script-torchrun.py"
+        script.write_bytes(script.read_bytes().replace(b"rank", b"rAnk", 1))
+    if change == "a file added":
+        (folder / "appendix-b.ipynb").write_text("{}")
+    problems = unpinned(folder)
+    if change is None:
+        assert not problems, "\n".join(problems)
+    else:
+        named = {"a byte": "book/DDP-script-torchrun.py", "a file added": "book/appendix-b.ipynb"}[change]
+        assert len(problems) == 1 and problems[0].startswith(f"{named} is not the file of") and "sha256sum" in (
+            problems[0]), problems
 
 
 def test_the_pages_show_the_books_code_and_outputs():
