@@ -8,12 +8,17 @@
 # Appendix A: Introduction to PyTorch (Part 3)
 
 import argparse
+import signal
 import sys
 import tempfile
 import threading
 import time
 from datetime import timedelta
 from pathlib import Path
+
+# Ctrl-C, which torchrun passes on to every rank, ends the rank at once, as
+# the system does by default, instead of in a KeyboardInterrupt traceback
+signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 import torch
 import torch.distributed as dist

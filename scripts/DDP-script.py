@@ -13,6 +13,10 @@ import sys
 import tempfile
 from pathlib import Path
 
+# Ctrl-C while torch loads (seconds) ends the process at once, as the
+# system does by default, instead of in a KeyboardInterrupt traceback
+signal.signal(signal.SIGINT, signal.SIG_DFL)
+
 import torch
 import torch.nn.functional as F
 from torch.utils.data import Dataset, DataLoader
@@ -261,14 +265,17 @@ if __name__ == "__main__":
     print("CUDA available:", torch.cuda.is_available())
     print("Number of GPUs available:", torch.cuda.device_count())
     os.environ.setdefault("OMP_NUM_THREADS", "1")  # processes share cores
-    signal.signal(signal.SIGINT, stop)
     signal.signal(signal.SIGTERM, stop)
+    # Ctrl-C reaches every process in the terminal. The ranks ignore it until
+    # their first line (they inherit SIG_IGN); stop() ends every rank
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
     # NEW: spawn new processes
     # note that spawn will automatically pass the rank
     context = mp.spawn(main, args=(args.world_size, args.epochs, args.save),
                        nprocs=args.world_size, join=False)
     # nprocs=world_size spawns one process per GPU
+    signal.signal(signal.SIGINT, stop)
     try:  # if a rank fails, join() ends the others and raises
         while not context.join():
             pass

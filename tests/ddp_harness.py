@@ -3,9 +3,11 @@ scripts copied alone into an empty folder (`alone`), the check of a run against 
 (`assert_recorded`), what DDP training must equal (`single_process_weights`, `assert_same_weights`),
 a free port (`free_port`) and a fault injected from outside the scripts (`with_fault`)."""
 
+import contextlib
 import importlib.util
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -16,13 +18,14 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+import psutil
 import torch
 import torch.nn.functional as F
 from torch.utils.data import DataLoader
 from torch.utils.data.distributed import DistributedSampler
 
 from tools import ROOT
-from tools.ddp_runs import FAULT_INJECTION, SCRIPT_RUNS, run_key, training_data
+from tools.ddp_runs import FAULT_INJECTION, SCRIPT_RUNS, ctrl_c_kept, run_key, training_data
 from tools.ddp_runs import ddp_environment as environment
 from tools.page_runner import compare_text, end_group, process_group, survivors
 from tools.store import SCRIPT_OUTPUTS, varying_patterns
@@ -93,13 +96,15 @@ def alone(tmp, script):
     return folder, environment(PYTHONPATH=str(blockers))
 
 
-def run_job(args, env=None, timeout=120, settle=2.0, cwd=ROOT, signal_after=None):
+def run_job(args, env=None, timeout=120, settle=2.0, cwd=ROOT, signal_after=None, ctrl_c_when=None):
     """Run `python ARGS...` in a process group and a TMPDIR of its own; return a Job.
 
     The job is ended after `timeout` seconds. Once the launcher has exited, the job's processes get
     `settle` seconds to go away; any left are its survivors, found by the tag of the job's group
     (torchrun's workers run in sessions of their own, and carry it too), and are ended.
     signal_after=(text, signum): send signum to the launching process once stdout shows `text`.
+    ctrl_c_when(launcher): press Ctrl-C as a terminal does (SIGINT to the launcher's group) once this
+    returns True for the launcher (a psutil.Process); asked every 50 ms.
     """
     command = [sys.executable, *map(str, args)]
     out, err, signalled = [], [], []
@@ -115,8 +120,19 @@ def run_job(args, env=None, timeout=120, settle=2.0, cwd=ROOT, signal_after=None
                     signalled.append(time.monotonic() - start)
                     os.kill(process.pid, signal_after[1])
 
+            def press_ctrl_c():
+                launcher = psutil.Process(process.pid)
+                while process.poll() is None:
+                    with contextlib.suppress(psutil.Error):  # a process that ends while it is looked at
+                        if ctrl_c_when(launcher):
+                            signalled.append(time.monotonic() - start)
+                            os.killpg(process.pid, signal.SIGINT)
+                            return
+                    time.sleep(0.05)
+
             readers = [threading.Thread(target=_read_lines, args=(stream, lines, start, check), daemon=True)
                        for stream, lines, check in ((process.stdout, out, watch), (process.stderr, err, None))]
+            readers += [threading.Thread(target=press_ctrl_c, daemon=True)] if ctrl_c_when else []
             for reader in readers:
                 reader.start()
             timer = threading.Timer(timeout, end_group, [process])
@@ -160,7 +176,8 @@ def load_script(name):
     """scripts/NAME as a module; its `if __name__ == "__main__"` part does not run."""
     spec = importlib.util.spec_from_file_location(f"ddp_script_{uuid.uuid4().hex}", SCRIPTS / name)
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    with ctrl_c_kept():
+        spec.loader.exec_module(module)
     return module
 
 

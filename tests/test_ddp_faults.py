@@ -60,6 +60,21 @@ def tmp(tmp_path_factory):
     return tmp_path_factory.mktemp("ddp-faults")
 
 
+def loading_torch(processes) -> bool:
+    """Whether each of `processes` has loaded torch's library: it is importing torch (a second more at least),
+    or done with it."""
+    return bool(processes) and all(any("libtorch" in m.path for m in p.memory_maps()) for p in processes)
+
+
+def ranks_starting(marker):
+    """When to press Ctrl-C: once both ranks (the launcher's children with `marker` in their command line) load
+    torch."""
+    def when(launcher):
+        ranks = [p for p in launcher.children() if marker in " ".join(p.cmdline())]
+        return len(ranks) == 2 and loading_torch(ranks)
+    return when
+
+
 @pytest.fixture(scope="module")
 def jobs(tmp):
     """{name: Future of a Job}: every launch of this file, started at once, three at a time."""
@@ -83,6 +98,10 @@ def jobs(tmp):
         "spawn raise": lambda: run_job([SPAWN], env=with_fault("raise")),
         "spawn kill": lambda: run_job([SPAWN], env=kill),
         "truncated snapshot": lambda: run_job([TORCHRUN, "--snapshot", tmp / "truncated.pt"], env=env),
+        "Ctrl-C, spawn launcher starting": lambda: run_job([SPAWN], env=env, ctrl_c_when=lambda p: loading_torch([p])),
+        "Ctrl-C, spawn ranks starting": lambda: run_job([SPAWN], env=env, ctrl_c_when=ranks_starting("spawn_main")),
+        "Ctrl-C, torchrun ranks starting": lambda: run_job([*TORCHRUN_2, TORCHRUN], env=env,
+                                                           ctrl_c_when=ranks_starting(TORCHRUN)),
     }
     with ThreadPoolExecutor(max_workers=3) as pool:
         yield {name: pool.submit(launch) for name, launch in launches.items()}
@@ -286,6 +305,26 @@ def test_signal_to_the_spawn_launcher_stops_every_rank(jobs, signal_name, status
     assert stop < 10
     assert job.stderr.strip() == f"stopped by {signal_name}: every rank has ended.", job.describe()
     assert job.leftovers == []
+
+
+# Ctrl-C while a run starts: the system ends the spawn launcher loading torch, silently; while its ranks load it,
+# the launcher ends them in one line. Under torchrun no rank prints; torchrun reports the signal itself (None).
+CTRL_C = {"spawn launcher": (-signal.SIGINT, ""), "spawn ranks": (130, "stopped by SIGINT: every rank has ended.\n"),
+          "torchrun ranks": (1, None)}
+TORCH = Path(torch.__file__).resolve().parent
+
+
+@pytest.mark.parametrize("launch", CTRL_C)
+def test_ctrl_c_while_the_run_starts_stops_it_with_no_traceback_of_ours(jobs, launch):
+    status, stderr = CTRL_C[launch]
+    job = failed(jobs[f"Ctrl-C, {launch} starting"].result(), bound=60, status=status)
+    assert job.signalled_at is not None and "Training on" not in job.stdout, f"not at start-up\n{job.describe()}"
+    assert stderr is None or job.stderr == stderr, job.describe()
+    frames = re.findall(r'^  File "([^"]+)"', job.stderr, re.M)  # torchrun's SignalException: torch's files only
+    assert all(frame.startswith("<frozen") or Path(frame).resolve().is_relative_to(TORCH) for frame in frames), (
+        job.describe())
+    assert "KeyboardInterrupt" not in job.stderr and "[rank" not in job.stderr, job.describe()
+    assert [name for name in job.leftovers if not name.startswith("torchelastic_")] == []  # torchrun's logs aside
 
 
 def test_torchrun_workers_stop_when_their_agent_is_killed(jobs):

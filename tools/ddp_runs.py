@@ -1,9 +1,11 @@
 """The DDP scripts' recorded runs: what each is (SCRIPT_RUNS), the environment they run in, and what
 they print, rank by rank; the recorder, gpu_check, bench and the DDP tests read them here."""
 
+import contextlib
 import os
 import re
 import runpy
+import signal
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -171,12 +173,24 @@ def run_script(name: str) -> str:
     return script_run.recorded(stdout, stderr)
 
 
+@contextlib.contextmanager
+def ctrl_c_kept():
+    """Loading a DDP script here sets this process's Ctrl-C to the system's default (the script's first lines):
+    put back what it was."""
+    handler = signal.getsignal(signal.SIGINT)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, handler)
+
+
 def training_loader(script: Path = ROOT / "scripts" / "DDP-script.py"):
     """The training loader that a DDP script's prepare_dataset makes (ours, or a copy of the book's); its sampler
     needs a process group: one of one process, in memory, for the call."""
     import torch.distributed as dist
 
-    functions = runpy.run_path(str(script))  # its launcher runs only under __main__
+    with ctrl_c_kept():
+        functions = runpy.run_path(str(script))  # its launcher runs only under __main__
     dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
     try:
         return functions["prepare_dataset"]()[0]

@@ -18,12 +18,14 @@ BASES = {"DDP-script.py": BOOK / "DDP-script.py", "DDP-script-torchrun.py": SCRI
 
 def parts(code: str) -> dict[str, str]:
     """{name: code} of a script's top-level parts, in file order. Every line is in one part: the comments above a
-    statement are its part's, and so are the indented comments after its last line (and all lines after the last)."""
+    statement are its part's, and so are the indented comments after its last line (and all lines after the last).
+    A statement among the imports (a signal set before torch loads) is one of them."""
     lines = code.splitlines()
     found, start, body = {}, 0, ast.parse(code).body
-    for node, following in zip(body, [*body[1:], None]):
+    imports = [index for index, node in enumerate(body) if isinstance(node, (ast.Import, ast.ImportFrom))]
+    for index, (node, following) in enumerate(zip(body, [*body[1:], None])):
         end = len(lines) if following is None else _trailing_end(lines, node.end_lineno)
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
+        if imports and index <= imports[-1]:
             name = "imports"
         elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
             name = node.name
