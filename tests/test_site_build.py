@@ -309,8 +309,8 @@ def test_a_term_with_a_gloss_reads_as_the_glossary_says_where_a_reader_first_mee
 
 @pytest.mark.parametrize(("english", "chinese"), PAIRS, ids=[zh[1] for _, zh in PAIRS])
 def test_a_chinese_page_is_in_chinese_matches_its_english_page_and_links_to_it(english, chinese, built_site):
-    """The same blocks, plots, diagrams and anchors; each in its language, switching to the other; the Chinese in
-    Chinese (but Authoring, for maintainers); a notebook's page links its chapters and Colab."""
+    """The same blocks, plots, diagrams, tables and anchors; each in its language, switching to the other; the Chinese
+    in Chinese (but Authoring, for maintainers); a notebook's page links its chapters and Colab."""
     shown, expected = {}, {ENGLISH.language: "/" + english[1], CHINESE.language: "/" + chinese[1]}
     for (source, url), edition in ((english, ENGLISH), (chinese, CHINESE)):
         soup = soup_of(built_site, url)
@@ -327,6 +327,10 @@ def test_a_chinese_page_is_in_chinese_matches_its_english_page_and_links_to_it(e
         shown[source] = {"code and outputs": [text for _, text in blocks(soup)],
                          "plots": [svg["aria-labelledby"] for svg in soup.select(".md-content figure.plot svg")],
                          "diagrams": len(soup.select(".md-content figure.diagram svg")),
+                         # Each table's rows, each row's cells, each cell's code (sorted: word order differs).
+                         "tables": [[[sorted(code.get_text() for code in cell.select("code"))
+                                      for cell in row.select("th, td")] for row in table.select("tr")]
+                                    for table in soup.select("article table")],
                          # Written out on the Chinese headings, so that links and anchors land alike.
                          "heading anchors": [h["id"] for h in soup.select("article > :is(h2, h3, h4)[id]")]}
     for what in shown[english[0]]:

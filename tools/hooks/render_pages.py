@@ -250,6 +250,8 @@ def _glossary_table() -> str:
 
 
 REPOSITORY_MARK = "<!-- site repository -->"  # where Home and Authoring link the site's repository_line (on_config)
+# A page that is the other edition's whole (docs-zh/authoring.md): read here, so that its marks are filled in too.
+WHOLE_PAGE = re.compile(r'--8<-- "(docs[\w-]*/[\w.-]+\.md)"')
 
 
 # The DDP scripts on A.9.3 (tools/script_diff.py), as HTML without line anchors (light on a phone): <!-- book's
@@ -343,6 +345,8 @@ def _script_diff(script: str, edition) -> str:
 
 def on_page_markdown(markdown: str, /, *, page: Page, config: MkDocsConfig, files: Files) -> str:
     src, edition = page.file.src_uri, editions.of(config)
+    if whole := WHOLE_PAGE.fullmatch(markdown.strip()):
+        markdown = (ROOT / whole[1]).read_text()
     markdown = prerequisites.fill(markdown, edition)  # the Pythons and packages a reader needs
     # What the prose says about the recorded outputs (tools/claims.py); serving, a false one shows under the title.
     source = Path(page.file.abs_src_path).read_text() if page.file.abs_src_path else markdown  # its lines
