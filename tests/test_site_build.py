@@ -437,7 +437,8 @@ CODE_COLUMN = 80  # characters of code that Material's code column shows on a 12
 
 
 def test_every_page_is_light_its_links_lead_to_elements_and_its_code_fits_the_column(built_site):
-    """Both editions, notebooks too; ids unique; a #fragment names an id of its page; outputs and shell may wrap."""
+    """Both editions, notebooks too; ids unique; no `markdown` attribute (Python-Markdown's, not HTML); a #fragment
+    names an id of its page; outputs and shell may wrap."""
     books = {line.rstrip() for script in BOOK.glob("*.py") for line in script.read_text().splitlines()}
     outlines, problems = {}, []
     for page in sorted(built_site.rglob("*.html")):
@@ -447,6 +448,8 @@ def test_every_page_is_light_its_links_lead_to_elements_and_its_code_fits_the_co
         ids = [e["id"] for e in elements if e.has_attr("id")] + [e["name"] for e in soup.select("a[name]")]
         problems += [f"{name}: id={id!r} on {count} elements" for id, count in sorted(Counter(ids).items())
                      if count > 1 or not id.strip()]
+        problems += [f"{name}: <{e.name} markdown={e['markdown']!r}>, not HTML: Python-Markdown leaves a block of HTML "
+                     "as it is without it, so remove it from the page" for e in elements if e.has_attr("markdown")]
         outlines[page] = ids, [link for e in elements if e.name != "link" and (link := e.get("href") or e.get(
             "xlink:href")) and not urlsplit(link).netloc and not urlsplit(link).scheme]
         # Code wider than the column, but the book's own lines in A.9.3's listing and diffs of its DDP scripts

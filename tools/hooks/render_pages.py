@@ -143,7 +143,7 @@ def _plot_figure(plot: Path, key: str, edition, source: str) -> str:
     svg = plot.read_text()
     name = f"plot-{key.replace(':', '-').replace('_', '-')}"
     svg = svg[svg.index("<svg"):].replace("<svg ", f'<svg role="img" aria-labelledby="{name}" ', 1)
-    return (f'<figure class="plot" markdown="0">\n{svg.strip()}\n'
+    return (f'<figure class="plot">\n{svg.strip()}\n'
             f'<figcaption id="{name}">{caption}</figcaption>\n</figure>')
 
 
