@@ -1,5 +1,6 @@
-"""The built site in the system's headless Chromium (pytest-playwright): every page of both editions at 1280 and 390 px,
-and search, the language switch, the palette toggle and the 404 page as a reader uses them (Material's own JS aside)."""
+"""The built site in the system's headless Chromium (pytest-playwright): every page of both editions, their 404 pages
+too, at 1280 and 390 px, and search, the language switch, the palette toggle and the 404 page as a reader uses them
+(Material's own JS aside)."""
 
 import contextlib
 import functools
@@ -46,6 +47,7 @@ PHONE = {"width": 390, "height": 844}
 OK_STATUS = {200, 304}  # 304: the browser revalidated its cached copy of an asset
 QUIET_S = 0.2  # Playwright's "networkidle" waits 500 ms, which was a fifth of this file's time
 PAGES = [page for edition in EDITIONS.values() for page in nav_pages(edition)]  # so that a new page is checked
+PAGES += [("overrides/404.html", f"{edition.prefix}404.html") for edition in EDITIONS.values()]  # and the 404 pages
 # Pages with checks of their own: A.9.3 fits a phone; Tab through content tabs, notebook cells; outputs of one line.
 A93_PAGES = {f"{e.prefix}a9-{page}/" for e in EDITIONS.values() for page in ("multi-gpu-training", "ddp-in-practice")}
 FOCUS_PAGES, OUTPUTS_PAGE = {"setup/", "notebooks/code-part2/"}, "a2-understanding-tensors/"
