@@ -7,7 +7,7 @@ import sys
 
 import yaml
 
-from tools.bench import README_END, README_START, ROOT, render
+from tools.bench import MEASURES, README_END, README_START, ROOT, render, version
 from tools.hooks.render_notebooks import converter_key
 from tools.page_runner import run
 
@@ -29,16 +29,40 @@ def test_documented_make_command_writes_the_figures_and_the_readme_table(tmp_pat
     assert f"| Exercise A.4's 100×200 @ 200×300 on the CPU | {matmul['cpu_us']:.0f} µs |" in theirs
 
 
+RENDER_AGAIN = ("is not what measured/bench.json renders now: if what a figure measured changed since, "
+                "`make bench ARGS=--render` marks it as measured on an earlier version (or measure it again)")
+
+
 def test_committed_figures_are_those_bench_json_renders(tmp_path):
-    """The pages and README show what `make bench` measured, never a figure typed by hand."""
+    """The pages and README show what `make bench` measured, never a figure typed by hand, nor one older than what
+    it measured without saying so."""
     (tmp_path / "measured").mkdir()
     render(json.loads((ROOT / "measured" / "bench.json").read_text()), tmp_path)  # README from the repository
     for suffix, docs in [(".md", "docs"), (".zh.md", "docs-zh")]:  # the two editions
         for page, figures in {"a9-gpu-training.md": "matmul", "a9-ddp-in-practice.md": "ddp"}.items():
             rendered = f"measured/{figures}{suffix}"
-            assert (tmp_path / rendered).read_text() == (ROOT / rendered).read_text()
+            assert (tmp_path / rendered).read_text() == (ROOT / rendered).read_text(), f"{rendered} {RENDER_AGAIN}"
             assert f'--8<-- "{rendered}"' in (ROOT / docs / page).read_text()
-    assert (ROOT / "README.md").read_text() == (tmp_path / "README.md").read_text()
+    assert (ROOT / "README.md").read_text() == (tmp_path / "README.md").read_text(), f"README.md {RENDER_AGAIN}"
+
+
+def test_a_figure_measured_before_what_it_measures_changed_says_so(tmp_path):
+    results = json.loads((ROOT / "measured" / "bench.json").read_text())
+    for section in MEASURES:  # as if measured now, but the tests
+        results[section]["version"] = version(section)
+    results["tests"]["version"] = "an-older-one"
+    (tmp_path / "measured").mkdir()
+    render(results, tmp_path)
+    table = (tmp_path / "README.md").read_text().split(README_START)[1].split(README_END)[0]
+    assert [row.split(" | ")[0] for row in table.splitlines() if "earlier version" in row] == ["| `make test`"]
+    assert ", measured on an earlier version of the tests |" in table
+    assert "earlier version" not in (tmp_path / "measured" / "ddp.md").read_text()
+    # A version is of the files measured: one byte of a test changes it.
+    shutil.copytree(ROOT / "tests", tmp_path / "tests", ignore=shutil.ignore_patterns("__pycache__"))
+    before = version("tests", tmp_path)
+    assert before == version("tests")
+    (tmp_path / "tests" / "test_bench.py").write_text((ROOT / "tests" / "test_bench.py").read_text() + " ")
+    assert version("tests", tmp_path) != before
 
 
 def notebook(text):

@@ -3,16 +3,19 @@
     make bench                          # everything: builds, pages, matmul, DDP, `make test`
     make bench ARGS=--quick             # builds, pages and matmul, medians of 3
     make bench ARGS="--only matmul"     # one section (builds pages matmul ddp tests)
+    make bench ARGS=--render            # measure nothing: write the figures of measured/bench.json again
 
 Every figure is a median of repeated runs, and what is compared (our build against plain Material,
 DDP against one plain process) is measured in turns in the same run. measured/bench.json holds them,
-rendered into measured/*.md (the pages include them) and README's marked table.
+rendered into measured/*.md (the pages include them) and README's marked table, each section with the
+version of what it measured (MEASURES): one measured before that changed says so.
 """
 
 import argparse
 import datetime
 import functools
 import gzip
+import hashlib
 import json
 import logging
 import math
@@ -40,6 +43,10 @@ WORLD_SIZES = (1, 2, 4, 8)
 EPOCHS = 5  # per DDP launch: an epoch's cost is the median gap between consecutive epochs
 EPOCH_LINE = re.compile(r"Epoch: (\d+)")
 README_START, README_END = "<!-- bench:start -->", "<!-- bench:end -->"
+# What each section's figures measure: once one of these changes, the figures are of an earlier version of it, and
+# say so (the matmul measures torch alone, whose version its label names).
+MEASURES = {"builds": ("mkdocs.yml", "overrides", "tools/hooks", "docs"), "pages": ("docs", "tools/hooks"),
+            "ddp": ("scripts/DDP-script.py", "scripts/DDP-script-torchrun.py"), "tests": ("tests",)}
 MKDOCS = [sys.executable, "-m", "mkdocs", "build"]
 
 
@@ -238,6 +245,25 @@ def label(entry, note="", language="en", readme=False):
         command=entry["command"], date=date, machine=about, note=note))
 
 
+def version(section, root=ROOT):
+    """A digest of the files that `section` measures, None if none: which version of them its figures are of."""
+    if section not in MEASURES:
+        return None
+    files = sorted(path for name in MEASURES[section] for path in [root / name, *(root / name).rglob("*")]
+                   if path.is_file() and "__pycache__" not in path.parts)
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(f"{path.relative_to(root).as_posix()}\0".encode() + path.read_bytes())
+    return digest.hexdigest()[:12]
+
+
+def earlier(results, section):
+    """What `section`'s figures measured, in words, if it has changed since (or they do not say its version)."""
+    if section in MEASURES and results[section].get("version") != version(section):
+        return f"measures_{section}"
+    return None
+
+
 def ratio(value, baseline):
     return f"{value / baseline:.1f}×"
 
@@ -260,8 +286,10 @@ def ddp_md(ddp, language="en"):
     summary = words["bench_ddp_summary"].format(wall=two_against_one(ddp, "wall", language),
                                                 step=two_against_one(ddp, "step_ms", language))
     note = words["bench_ddp_note"].format(runs=ddp["runs"])
+    changed = earlier({"ddp": ddp}, "ddp")
+    changed = "\n\n" + EDITIONS[language].spaced(words["bench_earlier"].format(what=words[changed])) if changed else ""
     return (words["bench_ddp_header"].format(epochs=ddp["epochs"]) + "\n| --- | --- | --- | --- | --- |\n"
-            + "".join(rows) + f"\n{summary}\n\n{label(ddp, note, language)}\n")
+            + "".join(rows) + f"\n{summary}\n\n{label(ddp, note, language)}{changed}\n")
 
 
 def two_against_one(ddp, key, language="en"):
@@ -277,28 +305,37 @@ def against(value, baseline):
 
 
 def readme_rows(results):
-    """README's rows, in English: (the words' key in tools/words.toml, the figure), for each section measured."""
+    """README's rows, in English: (the words' key in tools/words.toml, the figure, its section), for each section
+    measured."""
     if builds := results.get("builds"):
-        yield "readme_cold", against(builds["cold"], builds["plain"])
-        yield "readme_repeat", f"{builds['repeat']:.2f} s: {ratio(builds['repeat'], builds['plain'])}"
-        yield "readme_rebuild", against(builds["rebuild"], builds["plain_rebuild"])
+        yield "readme_cold", against(builds["cold"], builds["plain"]), "builds"
+        yield "readme_repeat", f"{builds['repeat']:.2f} s: {ratio(builds['repeat'], builds['plain'])}", "builds"
+        yield "readme_rebuild", against(builds["rebuild"], builds["plain_rebuild"]), "builds"
     if pages := results.get("pages"):
-        yield "readme_largest", (f"{pages['largest_kb']:.0f} KB (gzip {pages['largest_gzip_kb']:.0f} KB), "
-                                 f"`{pages['largest']}`; {pages['over_200_kb']} of {pages['pages']} pages over 200 KB")
+        size = f"{pages['largest_kb']:.0f} KB (gzip {pages['largest_gzip_kb']:.0f} KB)"
+        yield "readme_largest", (f"{size}, `{pages['largest']}`; {pages['over_200_kb']} of {pages['pages']} pages "
+                                 "over 200 KB"), "pages"
     if matmul := results.get("matmul"):
-        yield "readme_matmul", f"{matmul['cpu_us']:.0f} µs"
+        yield "readme_matmul", f"{matmul['cpu_us']:.0f} µs", "matmul"
     if ddp := results.get("ddp"):
-        yield "readme_ddp_wall", two_against_one(ddp, "wall")
-        yield "readme_ddp_step", two_against_one(ddp, "step_ms")
+        yield "readme_ddp_wall", two_against_one(ddp, "wall"), "ddp"
+        yield "readme_ddp_step", two_against_one(ddp, "step_ms"), "ddp"
     if tests := results.get("tests"):
-        yield "readme_tests", f"{tests['seconds']:.0f} s, {tests['summary']}" + ("" if tests["passed"] else ": FAILED")
+        failed = "" if tests["passed"] else ": FAILED"
+        yield "readme_tests", f"{tests['seconds']:.0f} s, {tests['summary']}{failed}", "tests"
+
+
+def earlier_of(results, section):  # after a figure in README
+    changed = earlier(results, section)
+    return ENGLISH.words["readme_earlier"].format(what=ENGLISH.words[changed]) if changed else ""
 
 
 def readme_md(results):
     """The table, then each run's date and machine once."""
     labels = dict.fromkeys(label(results[section], readme=True) for section in SECTIONS if section in results)
     return ("| What | Figure |\n| --- | --- |\n"
-            + "".join(f"| {ENGLISH.words[what]} | {figure} |\n" for what, figure in readme_rows(results))
+            + "".join(f"| {ENGLISH.words[what]} | {figure}{earlier_of(results, section)} |\n"
+                      for what, figure, section in readme_rows(results))
             + "\n" + "\n".join(labels) + "\n")
 
 
@@ -319,10 +356,13 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help=f"only {', '.join(QUICK)}; medians of 3")
     parser.add_argument("--only", choices=SECTIONS, nargs="+", metavar="SECTION",
                         help=f"measure only these sections, of: {' '.join(SECTIONS)}")
+    parser.add_argument("--render", action="store_true",
+                        help="measure nothing: write the figures of measured/bench.json again (after a change to "
+                             "what they measured, which they then say)")
     parser.add_argument("--out", type=lambda path: Path(path).resolve(), default=ROOT,
                         help="write measured/ and README.md under this folder (default: the repository)")
     args = parser.parse_args(argv)
-    sections = args.only or (QUICK if args.quick else SECTIONS)
+    sections = () if args.render else args.only or (QUICK if args.quick else SECTIONS)
     repeats = 3 if args.quick else 5
     options = " ".join(["--quick"] * args.quick + (["--only", *args.only] if args.only else []))
     quoted = f'"{options}"' if " " in options else options
@@ -342,7 +382,8 @@ def main(argv=None):
                    "ddp": lambda: measure_ddp(1 if args.quick else 3)}  # a round of launches: a minute
         for section in sections:
             print(f"bench: {section} ...", file=sys.stderr, flush=True)
-            results[section] = {**measure[section](), **about}
+            measured = version(section)  # before, as what is measured may change meanwhile
+            results[section] = {**measure[section](), **about, **({"version": measured} if measured else {})}
             print(json.dumps(results[section], indent=1), flush=True)
     render(results, args.out)
     print(f"wrote {results_file} and the figures it renders", file=sys.stderr)
