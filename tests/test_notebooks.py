@@ -8,6 +8,7 @@ import nbformat
 import pytest
 from conftest import needs_torch
 from nbclient import NotebookClient
+from traitlets.config import Config
 
 from tools import ROOT, notebooks, pages, store
 from tools.editions import CHINESE, EDITIONS, ENGLISH
@@ -30,12 +31,15 @@ def reexecuted(tmp_path_factory):
     """Each stored notebook executed again in a fresh kernel, in an empty folder."""
     needs_torch()
     def run(name):
-        notebook = stored(name)
+        notebook, folder = stored(name), tmp_path_factory.mktemp(name)
         for cell in [cell for cell in notebook.cells if cell.cell_type == "code"]:
             cell.outputs, cell.execution_count = [], None
-        NotebookClient(notebook, timeout=600, kernel_name="python3", record_timing=False,
+        # The kernel's sockets are files in its folder: over TCP, another process can take the free port that
+        # jupyter_client picked before the kernel binds it ("Address already in use" on a busy machine).
+        sockets = Config(KernelManager={"transport": "ipc", "ip": str(folder / "kernel")})
+        NotebookClient(notebook, timeout=600, kernel_name="python3", record_timing=False, config=sockets,
                        extra_arguments=["--IPKernelApp.log_level=CRITICAL"],
-                       resources={"metadata": {"path": str(tmp_path_factory.mktemp(name))}}).execute()
+                       resources={"metadata": {"path": str(folder)}}).execute()
         return notebook
 
     with ThreadPoolExecutor(max_workers=len(NAMES)) as pool:
