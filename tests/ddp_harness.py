@@ -96,12 +96,13 @@ def alone(tmp, script):
     return folder, environment(PYTHONPATH=str(blockers))
 
 
-def run_job(args, env=None, timeout=120, settle=2.0, cwd=ROOT, signal_after=None, ctrl_c_when=None):
+def run_job(args, env=None, timeout=120, settle=10.0, cwd=ROOT, signal_after=None, ctrl_c_when=None):
     """Run `python ARGS...` in a process group and a TMPDIR of its own; return a Job.
 
     The job is ended after `timeout` seconds. Once the launcher has exited, the job's processes get
-    `settle` seconds to go away; any left are its survivors, found by the tag of the job's group
-    (torchrun's workers run in sessions of their own, and carry it too), and are ended.
+    `settle` seconds to go away (on a busy machine, multiprocessing's resource tracker took over 2 s); any left
+    are its survivors, found by the tag of the job's group (torchrun's workers run in sessions of their own, and
+    carry it too), and are ended.
     signal_after=(text, signum): send signum to the launching process once stdout shows `text`.
     ctrl_c_when(launcher): press Ctrl-C as a terminal does (SIGINT to the launcher's group) once this
     returns True for the launcher (a psutil.Process); asked every 50 ms.
@@ -132,9 +133,10 @@ def run_job(args, env=None, timeout=120, settle=2.0, cwd=ROOT, signal_after=None
 
             readers = [threading.Thread(target=_read_lines, args=(stream, lines, start, check), daemon=True)
                        for stream, lines, check in ((process.stdout, out, watch), (process.stderr, err, None))]
-            readers += [threading.Thread(target=press_ctrl_c, daemon=True)] if ctrl_c_when else []
             for reader in readers:
                 reader.start()
+            if ctrl_c_when:
+                threading.Thread(target=press_ctrl_c, daemon=True).start()  # ends when the launcher does
             timer = threading.Timer(timeout, end_group, [process])
             timer.start()
             try:
