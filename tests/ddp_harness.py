@@ -4,6 +4,7 @@ scripts copied alone into an empty folder (`alone`), the check of a run against 
 a free port (`free_port`) and a fault injected from outside the scripts (`with_fault`)."""
 
 import contextlib
+import fcntl
 import importlib.util
 import os
 import shutil
@@ -213,6 +214,15 @@ def assert_same_weights(actual, expected):
     assert actual.keys() == expected.keys()
     for key in expected:
         torch.testing.assert_close(actual[key], expected[key], atol=1e-6, rtol=1e-6, msg=lambda m: f"{key}: {m}")
+
+
+@contextlib.contextmanager
+def port_12345():
+    """Held while the book's DDP-script.py runs: it always listens on port 12345, so on one machine (two test
+    suites at once) its runs take turns, by a lock on a file that every suite here finds."""
+    with open(Path(tempfile.gettempdir()) / "appendix-a-port-12345.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released as the file closes, or the process ends
+        yield
 
 
 def free_port():

@@ -21,6 +21,7 @@ from ddp_harness import (
     assert_recorded,
     assert_same_weights,
     free_port,
+    port_12345,
     run_job,
     single_process_weights,
 )
@@ -46,6 +47,11 @@ LAUNCHERS = {"spawn": "DDP-script.py", "torchrun": "DDP-script-torchrun.py"}  # 
 BOOK_ON_CPU = "book-DDP-script-cpu.txt"  # the book's DDP-script.py, its device lines changed for the CPU
 INSIDE = "ddp-inside.py"  # ours: what DDP does, printed from a run
 WORLD_SIZES = [1, 3, 8]  # and 2, the default: the fewest, one that does not divide 20 samples, the most
+
+
+def book_on_the_cpu(tmp):
+    with port_12345():
+        return run_job(SCRIPT_RUNS[BOOK_ON_CPU].arguments(tmp))
 
 
 def two_nodes(tmp, env):
@@ -95,7 +101,7 @@ def jobs(tmp):
         "inside": lambda: run_job([INSIDE], env=inside_env, cwd=inside_folder),
         **{f"world size {n}": lambda n=n: run_job([SPAWN, "--world-size", n], timeout=300) for n in (3, 1)},
         "spawn without destroy": lambda: without_destroy(tmp, "DDP-script.py", ["--world-size", 1]),  # 1 is enough
-        "book on the CPU": lambda: run_job(SCRIPT_RUNS[BOOK_ON_CPU].arguments(tmp)),
+        "book on the CPU": lambda: book_on_the_cpu(tmp),
         "torchrun without destroy": lambda: without_destroy(tmp, "DDP-script-torchrun.py"),
     }
     with ThreadPoolExecutor(max_workers=2) as pool:
