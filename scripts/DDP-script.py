@@ -13,8 +13,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-# Ctrl-C while torch loads (seconds) ends the process at once, as the
-# system does by default, instead of in a KeyboardInterrupt traceback
+# From here on Ctrl-C ends the process at once, as the system does by
+# default (also while torch loads), not in a KeyboardInterrupt traceback
 signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 import torch
@@ -266,8 +266,8 @@ if __name__ == "__main__":
     print("Number of GPUs available:", torch.cuda.device_count())
     os.environ.setdefault("OMP_NUM_THREADS", "1")  # processes share cores
     signal.signal(signal.SIGTERM, stop)
-    # Ctrl-C reaches every process in the terminal. The ranks ignore it until
-    # their first line (they inherit SIG_IGN); stop() ends every rank
+    # Ctrl-C reaches every process in the terminal. A rank ignores it (SIG_IGN,
+    # inherited) until its SIG_DFL line; stop() ends any rank still running
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
     # NEW: spawn new processes

@@ -45,7 +45,8 @@ EPOCH_LINE = re.compile(r"Epoch: (\d+)")
 README_START, README_END = "<!-- bench:start -->", "<!-- bench:end -->"
 # What each section's figures measure: once one of these changes, the figures are of an earlier version of it, and
 # say so (the matmul measures torch alone, whose version its label names).
-MEASURES = {"builds": ("mkdocs.yml", "overrides", "tools/hooks", "docs"), "pages": ("docs", "tools/hooks"),
+SITE = ("mkdocs.yml", "overrides", "tools/hooks", "docs", "snippets", "scripts")  # what the pages show, included
+MEASURES = {"builds": SITE, "pages": SITE,
             "ddp": ("scripts/DDP-script.py", "scripts/DDP-script-torchrun.py"), "tests": ("tests",)}
 MKDOCS = [sys.executable, "-m", "mkdocs", "build"]
 
