@@ -90,8 +90,9 @@ def jobs(tmp):
              "--snapshot", tmp / "recovery-snapshot.pt"], env=kill, timeout=150),
         "torchrun stall": lambda: run_job([*TORCHRUN_2, TORCHRUN, "--timeout", TIMEOUT,
                                            "--snapshot", tmp / "stall-snapshot.pt"], env=stall),
+        # Epoch 2 has begun only after the barrier that follows epoch 1's snapshot: there is one to leave behind.
         "torchrun agent killed": lambda: run_job([*TORCHRUN_2, TORCHRUN, *LONG], env=env, settle=20,
-                                                 signal_after=("Epoch: 001/", signal.SIGKILL)),
+                                                 signal_after=("Epoch: 002/", signal.SIGKILL)),
         "spawn SIGINT": lambda: run_job([SPAWN, *LONG], env=env, signal_after=("Epoch: 001/", signal.SIGINT)),
         "spawn SIGTERM": lambda: run_job([SPAWN, *LONG], env=env, signal_after=("Epoch: 001/", signal.SIGTERM)),
         "peer never joins": lambda: run_job([TORCHRUN, "--timeout", TIMEOUT], env=lonely),
