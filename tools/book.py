@@ -10,6 +10,7 @@ from functools import cache
 from pathlib import Path
 
 from tools import BOOK, pages, tomllib
+from tools.editions import EDITIONS
 from tools.sections import SNIPPETS
 
 DECLARED = SNIPPETS / "book_differences.toml"
@@ -35,13 +36,11 @@ class Difference:
         return linked(self.reasons[language])
 
     def book_place(self, language: str) -> str:  # for the summary's table
+        words = EDITIONS[language].words
         if self.fix is not None:
-            link = f"[#{self.fix}]({ISSUES}{self.fix})"
-            return f"印刷版与仓库（{link}）" if language == "zh" else f"printed book and repository ({link})"
-        numbers = ", ".join(map(str, self.cells))
-        if language == "zh":
-            return f"`{self.notebook}` 第 {numbers} 个代码单元格"
-        return f"`{self.notebook}`, code cell{'s' if len(self.cells) > 1 else ''} {numbers}"
+            return words["book_fix"].format(link=f"[#{self.fix}]({ISSUES}{self.fix})")
+        return words["book_code_cells" if len(self.cells) > 1 else "book_code_cell"].format(
+            notebook=self.notebook, numbers=", ".join(map(str, self.cells)))
 
 
 @cache
