@@ -67,7 +67,7 @@ class Recording:
     plots: dict[str, dict] = field(default_factory=dict)  # "module:section" -> {data, svg}
     notebooks: dict[Path, str] = field(default_factory=dict)  # docs/notebooks/NAME.ipynb (and docs-zh/…) -> text
     scripts: dict[str, str] | None = None  # scripts/outputs/NAME -> text; None: not run this time
-    runs: dict[str, dict] = field(default_factory=dict)  # page -> run_page()
+    runs: dict[str, dict] = field(default_factory=dict)  # page -> record_page(page)
 
     def files(self) -> dict[Path, str]:
         files = {output_path(key, ".txt"): text for key, text in self.outputs.items()}
