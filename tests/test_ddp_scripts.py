@@ -5,7 +5,6 @@ ddp-inside.py shows, on real numbers, what DDP does."""
 import ast
 import re
 import sys
-import textwrap
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 
@@ -16,7 +15,6 @@ from ddp_harness import (
     SPAWN,
     TORCHRUN,
     TORCHRUN_2,
-    UNDESTROYED,
     alone,
     assert_recorded,
     assert_same_weights,
@@ -34,7 +32,6 @@ from tools.ddp_runs import (
     inside_problems,
     inside_table,
     trained_fully,
-    training_data,
     training_loader,
 )
 from tools.ddp_runs import ddp_environment as environment
@@ -47,6 +44,7 @@ LAUNCHERS = {"spawn": "DDP-script.py", "torchrun": "DDP-script-torchrun.py"}  # 
 BOOK_ON_CPU = "book-DDP-script-cpu.txt"  # the book's DDP-script.py, its device lines changed for the CPU
 INSIDE = "ddp-inside.py"  # ours: what DDP does, printed from a run
 WORLD_SIZES = [1, 3, 8]  # and 2, the default: the fewest, one that does not divide 20 samples, the most
+UNDESTROYED = "the process group was not destroyed before the process exited"  # tests/alone/sitecustomize.py
 
 
 def book_on_the_cpu(tmp):
@@ -115,11 +113,6 @@ def succeeded(job):
     return job
 
 
-@pytest.fixture(scope="module")
-def reference():
-    return single_process_weights(epochs=3, world_size=2)
-
-
 def ranks_that_trained(stdout):
     return sorted({int(r) for r in re.findall(r"^\[rank (\d+)\] Epoch: ", stdout, re.M)})
 
@@ -150,42 +143,30 @@ def test_script_reads_in_the_books_order(script):
     assert names[-1] == "__main__", "the __main__ block comes last, as in the book"
 
 
-# The book's network, data and compute_accuracy, which the chapter pages show, in the book's layout: code is compared.
-COPIED = {"NeuralNetwork": "neural_network", "ToyDataset": "toy_dataset",
-          "compute_accuracy": "compute_accuracy_on_device", "prepare_dataset": "toy_data"}
+# What the scripts carry of snippets/appendix_a.py, which the chapter pages show, compared as code: {script: {part:
+# (its sections, the names they define that the part holds)}}; the toy data stands at the top of a function.
+NETWORK = {"NeuralNetwork": (["neural_network"], ["NeuralNetwork"]), "ToyDataset": (["toy_dataset"], ["ToyDataset"])}
+COPIED = {**dict.fromkeys(LAUNCHERS.values(), {
+    **NETWORK, "compute_accuracy": (["compute_accuracy_on_device"], ["compute_accuracy"]),
+    "prepare_dataset": (["toy_data", "toy_test_data"], ["X_train", "y_train", "X_test", "y_test"])}),
+    INSIDE: {**NETWORK, "train": (["toy_data"], ["X_train", "y_train"])}}
 
 
-def code_of(source, names=None):
-    """ast.dump of the top-level statements of `source` (those defining `names`, if given)."""
-    body = ast.parse(source).body
-    return [ast.dump(node) for node in body if names is None or getattr(node, "name", None) in names
+def defined(statements, names):
+    """ast.dump of the statements that define one of `names` (a class, a function or a variable)."""
+    return [ast.dump(node) for node in statements if getattr(node, "name", None) in names
             or isinstance(node, ast.Assign) and getattr(node.targets[0], "id", None) in names]
 
 
-@pytest.mark.parametrize("script", LAUNCHERS.values())
-@pytest.mark.parametrize("name", COPIED)
-def test_copied_code_is_the_chapters(script, name):
-    chapter = section_code("appendix_a", COPIED[name])
-    part = script_diff.parts((SCRIPTS / script).read_text())[name]
-    if name == "prepare_dataset":  # the book builds the toy data at its top: two cells of the chapter's
-        chapter += "\n" + section_code("appendix_a", "toy_test_data")
-        data = ["X_train", "y_train", "X_test", "y_test"]
-        ours = code_of(textwrap.dedent(part.split(":", 1)[1].split("\n", 1)[1]), data)
-        assert ours == code_of(chapter), f"scripts/{script}: prepare_dataset's toy data differs from the chapter's"
-    else:
-        assert code_of(part) == code_of(chapter, [name]), (
-            f"scripts/{script}: {name} differs from snippets/appendix_a.py section '{COPIED[name]}', which the "
-            f"chapter pages show; make the two the same code:\n{part}")
-
-
-def test_ddp_inside_trains_the_chapters_network_on_its_toy_data():
-    parts = script_diff.parts((SCRIPTS / INSIDE).read_text())
-    for name in ("NeuralNetwork", "ToyDataset"):
-        assert code_of(parts[name]) == code_of(section_code("appendix_a", COPIED[name]), [name]), (
-            f"scripts/{INSIDE}: {name} differs from snippets/appendix_a.py section '{COPIED[name]}'")
-    body = textwrap.dedent(parts["train"].split(":", 1)[1].split("\n", 1)[1])
-    assert code_of(body, ["X_train", "y_train"]) == code_of(section_code("appendix_a", "toy_data")), (
-        f"scripts/{INSIDE}: train's toy data differs from the chapter's")
+@pytest.mark.parametrize("script", COPIED)
+def test_the_chapters_code_in_a_script_is_the_chapters(script):
+    parts = script_diff.parts((SCRIPTS / script).read_text())
+    for name, (sections, names) in COPIED[script].items():
+        ours = ast.parse(parts[name]).body
+        chapter = ast.parse("\n".join(section_code("appendix_a", section) for section in sections)).body
+        assert defined(ours if name in names else ours[0].body, names) == defined(chapter, names), (
+            f"scripts/{script}: {name} differs from snippets/appendix_a.py's {', '.join(sections)}, which the "
+            f"chapter pages show; make the two the same code:\n{parts[name]}")
 
 
 @pytest.mark.parametrize("script", LAUNCHERS.values())
@@ -214,27 +195,20 @@ def test_a_part_without_a_reason_is_found(monkeypatch, tmp_path):
 
 
 @pytest.mark.parametrize("launcher", LAUNCHERS)
-def test_script_alone_trains_as_one_process_prints_what_is_recorded_and_leaves_no_file(jobs, tmp, reference, launcher):
+def test_script_alone_trains_as_one_process_prints_what_is_recorded_and_leaves_no_file(jobs, tmp, launcher):
     script = LAUNCHERS[launcher]
     job = succeeded(jobs[launcher].result())  # run where `snippets` and `tools` cannot be imported
     assert [p.name for p in job.cwd.iterdir()] == [script], "only the script, nothing else"
     assert ranks_that_trained(job.stdout) == [0, 1], job.describe()
     assert "Training on 2 processes with gloo" in job.stdout
     assert trained_fully(job.stdout, 2), job.describe()
-    assert_same_weights(torch.load(tmp / f"{launcher}.pt", weights_only=True), reference)
+    assert_same_weights(torch.load(tmp / f"{launcher}.pt", weights_only=True), single_process_weights())
     assert not list(tmp.glob(f".{launcher}.pt.*")), "--save leaves no temporary file"
     assert_recorded(job, "DDP-script.txt")  # the page shows one run for both launchers
     if launcher == "torchrun":  # its default snapshot, in the job's TMPDIR, is removed when the job is done
         snapshot = re.search(r"^snapshot file: (\S+)", job.stderr, re.M)
         assert snapshot and snapshot[1].startswith(f"{job.tmpdir}/ddp-snapshot-"), job.describe()
         assert not [name for name in job.leftovers if name.startswith("ddp-snapshot-")], "the snapshot is left"
-
-
-def test_the_recorded_ddp_inside_run_shows_the_broadcast_disjoint_shards_the_average_and_equal_weights():
-    """From its recording: the ranks' checksums differ before DDP(...) and are equal after it and after
-    every step; the ranks' examples in a step do not overlap; the all-reduce gives the mean of the
-    ranks' own gradients (within 1e-6)."""
-    assert inside_problems((SCRIPT_OUTPUTS / "ddp-inside.txt").read_text()) == []
 
 
 def with_cell(text, label, occurrence, rank, value):
@@ -247,8 +221,11 @@ def with_cell(text, label, occurrence, rank, value):
     return "".join(lines)
 
 
-def test_a_ddp_inside_printout_that_breaks_a_promise_is_caught():
+def test_the_recorded_ddp_inside_run_keeps_ddps_promises_and_a_printout_that_breaks_one_is_caught():
+    """The ranks' checksums differ before DDP(...) and are equal after it and after every step; the ranks' examples
+    in a step do not overlap; the all-reduce gives the mean of the ranks' own gradients (within 1e-6)."""
     recorded = (SCRIPT_OUTPUTS / "ddp-inside.txt").read_text()
+    assert inside_problems(recorded) == []
     table = inside_table(recorded)
     before, last = table["before"]["checksum"][0], [name for name in table if name.startswith("step ")][-1]
     assert inside_problems(with_cell(recorded, "checksum", 0, 1, before[0])) == [
@@ -280,7 +257,7 @@ def test_every_world_size_trains_and_reports_the_same_exact_accuracy(jobs, world
     assert len(re.findall(r"^\[rank \d+\] Training accuracy", job.stdout, re.M)) == world_size
 
 
-def test_launchers_and_two_nodes_print_and_train_the_same(jobs, tmp, reference):
+def test_launchers_and_two_nodes_print_and_train_the_same(jobs, tmp):
     spawn, torchrun = succeeded(jobs["spawn"].result()), succeeded(jobs["torchrun"].result())
     assert in_rank_order(torchrun.stdout) == in_rank_order(spawn.stdout), "the launchers differ, the training does not"
     nodes = [succeeded(job) for job in jobs["two nodes, USE_LIBUV=0"].result()]
@@ -288,7 +265,7 @@ def test_launchers_and_two_nodes_print_and_train_the_same(jobs, tmp, reference):
     assert in_rank_order(printed) == in_rank_order(torchrun.stdout)  # so ranks 0 and 1 trained, as with torchrun
     weights = torch.load(tmp / "two-nodes.pt", weights_only=True)
     assert_same_weights(weights, torch.load(tmp / "torchrun.pt", weights_only=True))
-    assert_same_weights(weights, reference)
+    assert_same_weights(weights, single_process_weights())
 
 
 @pytest.mark.parametrize("launcher", LAUNCHERS)
@@ -309,7 +286,7 @@ def test_a_change_to_the_books_script_that_is_not_there_once_is_refused(tmp_path
         changes.arguments(tmp_path)
 
 
-@pytest.mark.parametrize("script", ["DDP-script.py", "DDP-script-torchrun.py"])
+@pytest.mark.parametrize("script", LAUNCHERS.values())
 def test_the_books_factor_lines_and_the_numbers_the_pages_state_are_what_the_scripts_do(script, tmp_path):
     """Uncommenting the factor lines the pages name, and no others, makes the training set the pages say."""
     numbers = {name: number(ENGLISH) for name, number in ddp_numbers.NUMBERS.items()}
@@ -320,7 +297,7 @@ def test_the_books_factor_lines_and_the_numbers_the_pages_state_are_what_the_scr
     as_shipped, with_factor = training_loader(BOOK / script), training_loader(tmp_path / script)
     assert len(as_shipped.dataset) == numbers["book.examples"] and as_shipped.batch_size == numbers["book.batch_size"]
     assert len(with_factor.dataset) == numbers["book.examples_with_factor"]
-    assert len(training_data()) == numbers["ours.examples"]
+    assert len(training_loader().dataset) == numbers["ours.examples"]
 
 
 def test_gpu_check_without_cuda_says_so_in_one_sentence_and_fails():
