@@ -13,7 +13,6 @@ import sys
 import tempfile
 import threading
 import time
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -69,7 +68,7 @@ class Job:
 def alone(tmp, script):
     """Copy scripts/SCRIPT alone into an empty folder; return (folder, environment) to run it there
     with a Python that cannot import `snippets` or `tools` and checks destroy_process_group."""
-    (folder := Path(tmp) / f"alone-{uuid.uuid4().hex[:8]}").mkdir()
+    folder = Path(tempfile.mkdtemp(prefix="alone-", dir=tmp))
     shutil.copy(SCRIPTS / script, folder / script)
     return folder, environment(PYTHONPATH=str(ALONE))
 
@@ -176,7 +175,10 @@ def single_process_weights():
     return model.state_dict()
 
 
-def assert_same_weights(actual, expected):
+def assert_same_weights(saved, expected=None):
+    """That the file `saved` holds the state_dict in the file `expected`, by default single_process_weights()."""
+    actual = torch.load(saved, weights_only=True)
+    expected = torch.load(expected, weights_only=True) if expected else single_process_weights()
     assert actual.keys() == expected.keys()
     for key in expected:
         torch.testing.assert_close(actual[key], expected[key], atol=1e-6, rtol=1e-6, msg=lambda m: f"{key}: {m}")

@@ -21,20 +21,9 @@ from ddp_harness import (
     free_port,
     port_12345,
     run_job,
-    single_process_weights,
 )
 
-from tools import BOOK, ROOT, ddp_numbers, script_diff
-from tools.ddp_runs import (
-    SCRIPT_RUNS,
-    ScriptRun,
-    in_rank_order,
-    inside_problems,
-    inside_table,
-    trained_fully,
-    training_loader,
-)
-from tools.ddp_runs import ddp_environment as environment
+from tools import BOOK, ROOT, ddp_numbers, ddp_runs, script_diff
 from tools.editions import ENGLISH
 from tools.page_runner import run
 from tools.sections import section_code
@@ -49,7 +38,7 @@ UNDESTROYED = "the process group was not destroyed before the process exited"  #
 
 def book_on_the_cpu(tmp):
     with port_12345():
-        return run_job(SCRIPT_RUNS[BOOK_ON_CPU].arguments(tmp))
+        return run_job(ddp_runs.SCRIPT_RUNS[BOOK_ON_CPU].arguments(tmp))
 
 
 def two_nodes(tmp, env):
@@ -91,7 +80,7 @@ def jobs(tmp):
     launches = {
         # Eight processes each import torch: on a busy 2-core machine that alone can take minutes.
         "world size 8": lambda: run_job([SPAWN, "--world-size", 8], timeout=300),
-        "two nodes, USE_LIBUV=0": lambda: two_nodes(tmp, environment(USE_LIBUV="0")),
+        "two nodes, USE_LIBUV=0": lambda: two_nodes(tmp, ddp_runs.ddp_environment(USE_LIBUV="0")),
         "torchrun": lambda: run_job([*TORCHRUN_2, "DDP-script-torchrun.py", "--save", tmp / "torchrun.pt"],
                                     env=torchrun_env, cwd=torchrun_folder),
         "spawn": lambda: run_job(["DDP-script.py", "--save", tmp / "spawn.pt"],
@@ -201,8 +190,8 @@ def test_script_alone_trains_as_one_process_prints_what_is_recorded_and_leaves_n
     assert [p.name for p in job.cwd.iterdir()] == [script], "only the script, nothing else"
     assert ranks_that_trained(job.stdout) == [0, 1], job.describe()
     assert "Training on 2 processes with gloo" in job.stdout
-    assert trained_fully(job.stdout, 2), job.describe()
-    assert_same_weights(torch.load(tmp / f"{launcher}.pt", weights_only=True), single_process_weights())
+    assert ddp_runs.trained_fully(job.stdout, 2), job.describe()
+    assert_same_weights(tmp / f"{launcher}.pt")
     assert not list(tmp.glob(f".{launcher}.pt.*")), "--save leaves no temporary file"
     assert_recorded(job, "DDP-script.txt")  # the page shows one run for both launchers
     if launcher == "torchrun":  # its default snapshot, in the job's TMPDIR, is removed when the job is done
@@ -211,13 +200,11 @@ def test_script_alone_trains_as_one_process_prints_what_is_recorded_and_leaves_n
         assert not [name for name in job.leftovers if name.startswith("ddp-snapshot-")], "the snapshot is left"
 
 
-def with_cell(text, label, occurrence, rank, value):
-    """A ddp-inside.py printout with one cell changed: rank `rank`'s of the `occurrence`-th row `label`."""
+def with_cell(text, label, occurrence, value):
+    """A ddp-inside.py printout with one cell changed: rank 1's of the `occurrence`-th row `label`."""
     lines = text.splitlines(keepends=True)
     at = [i for i, line in enumerate(lines) if line[:11].strip() == label][occurrence]
-    cells = [lines[at][11 + 12 * r:23 + 12 * r].strip() for r in range(2)]
-    cells[rank] = value
-    lines[at] = (f"{label:11}" + "".join(f"{cell:12}" for cell in cells)).rstrip() + "\n"
+    lines[at] = (f"{label:11}{lines[at][11:23].strip():12}{value:12}").rstrip() + "\n"
     return "".join(lines)
 
 
@@ -225,27 +212,27 @@ def test_the_recorded_ddp_inside_run_keeps_ddps_promises_and_a_printout_that_bre
     """The ranks' checksums differ before DDP(...) and are equal after it and after every step; the ranks' examples
     in a step do not overlap; the all-reduce gives the mean of the ranks' own gradients (within 1e-6)."""
     recorded = (SCRIPT_OUTPUTS / "ddp-inside.txt").read_text()
-    assert inside_problems(recorded) == []
-    table = inside_table(recorded)
+    assert ddp_runs.inside_problems(recorded) == []
+    table = ddp_runs.inside_table(recorded)
     before, last = table["before"]["checksum"][0], [name for name in table if name.startswith("step ")][-1]
-    assert inside_problems(with_cell(recorded, "checksum", 0, 1, before[0])) == [
-        f"before DDP(...), the ranks' checksums are equal: {[before[0]] * 2}"]
-    assert inside_problems(with_cell(recorded, "checksum", -1, 1, "+9.9999")) == [
-        f"{last}: the ranks' checksums differ: {[table[last]['checksum'][0][0], '+9.9999']}"]
-    examples = table["step 1"]["examples"][0]
-    assert inside_problems(with_cell(recorded, "examples", 0, 1, examples[0])) == [
-        f"step 1: the ranks' examples overlap: {[examples[0]] * 2}"]
-    average = table["step 2"]["all-reduce"][0]
+    examples, average = table["step 1"]["examples"][0], table["step 2"]["all-reduce"][0]
     off = f"{float(average[1]) + 2e-6:+.7f}"  # beyond 1e-6
-    assert inside_problems(with_cell(recorded, "all-reduce", 1, 1, off)) == [
-        f"step 2: the all-reduce gave {[average[0], off]}, not the mean of {table['step 2']['own b.grad'][0]}"]
+    broken = {  # (row, which of its lines, rank 1's cell): what is wrong
+        ("checksum", 0, before[0]): f"before DDP(...), the ranks' checksums are equal: {[before[0]] * 2}",
+        ("checksum", -1, "+9.9999"): f"{last}: the ranks' checksums differ: "
+                                     f"{[table[last]['checksum'][0][0], '+9.9999']}",
+        ("examples", 0, examples[0]): f"step 1: the ranks' examples overlap: {[examples[0]] * 2}",
+        ("all-reduce", 1, off): f"step 2: the all-reduce gave {[average[0], off]}, not the mean of "
+                                f"{table['step 2']['own b.grad'][0]}"}
+    for (label, occurrence, value), problem in broken.items():
+        assert ddp_runs.inside_problems(with_cell(recorded, label, occurrence, value)) == [problem]
 
 
 def test_ddp_inside_alone_prints_what_is_recorded_and_keeps_ddps_promises(jobs):
     job = succeeded(jobs["inside"].result())  # run where `snippets` and `tools` cannot be imported
     assert [p.name for p in job.cwd.iterdir()] == [INSIDE], "only the script, nothing else"
     assert job.stdout.startswith("DDP: 2 processes, gloo\n"), job.describe()
-    assert inside_problems(job.stdout) == [], job.describe()
+    assert ddp_runs.inside_problems(job.stdout) == [], job.describe()
     assert_recorded(job, "ddp-inside.txt")
 
 
@@ -253,19 +240,19 @@ def test_ddp_inside_alone_prints_what_is_recorded_and_keeps_ddps_promises(jobs):
 def test_every_world_size_trains_and_reports_the_same_exact_accuracy(jobs, world_size):
     job = succeeded(jobs[f"world size {world_size}"].result())
     assert ranks_that_trained(job.stdout) == list(range(world_size)), job.describe()
-    assert trained_fully(job.stdout, world_size), job.describe()
+    assert ddp_runs.trained_fully(job.stdout, world_size), job.describe()
     assert len(re.findall(r"^\[rank \d+\] Training accuracy", job.stdout, re.M)) == world_size
 
 
 def test_launchers_and_two_nodes_print_and_train_the_same(jobs, tmp):
     spawn, torchrun = succeeded(jobs["spawn"].result()), succeeded(jobs["torchrun"].result())
+    in_rank_order = ddp_runs.in_rank_order
     assert in_rank_order(torchrun.stdout) == in_rank_order(spawn.stdout), "the launchers differ, the training does not"
     nodes = [succeeded(job) for job in jobs["two nodes, USE_LIBUV=0"].result()]
     printed = "".join(job.stdout for job in nodes)  # each node prints its own rank's lines
     assert in_rank_order(printed) == in_rank_order(torchrun.stdout)  # so ranks 0 and 1 trained, as with torchrun
-    weights = torch.load(tmp / "two-nodes.pt", weights_only=True)
-    assert_same_weights(weights, torch.load(tmp / "torchrun.pt", weights_only=True))
-    assert_same_weights(weights, single_process_weights())
+    assert_same_weights(tmp / "two-nodes.pt", tmp / "torchrun.pt")
+    assert_same_weights(tmp / "two-nodes.pt")
 
 
 @pytest.mark.parametrize("launcher", LAUNCHERS)
@@ -277,11 +264,11 @@ def test_leaving_without_destroy_process_group_is_caught(jobs, launcher):
 def test_the_books_script_on_the_cpu_prints_what_is_recorded(jobs):
     job = jobs["book on the CPU"].result()
     assert_recorded(job, BOOK_ON_CPU)
-    assert trained_fully(job.stdout.replace("[GPU", "[rank "), 2), job.describe()
+    assert ddp_runs.trained_fully(job.stdout.replace("[GPU", "[rank "), 2), job.describe()
 
 
 def test_a_change_to_the_books_script_that_is_not_there_once_is_refused(tmp_path):
-    changes = ScriptRun("", ("book/DDP-script.py",), changes=(("device_ids=[rank]", ""), ("rank", "")))
+    changes = ddp_runs.ScriptRun("", ("book/DDP-script.py",), changes=(("device_ids=[rank]", ""), ("rank", "")))
     with pytest.raises(RecordingError, match="has 21 times, not once, the text 'rank'"):
         changes.arguments(tmp_path)
 
@@ -294,15 +281,15 @@ def test_the_books_factor_lines_and_the_numbers_the_pages_state_are_what_the_scr
     lines = (BOOK / script).read_text().splitlines(keepends=True)
     lines[first - 1:last] = [line.replace("# ", "", 1) for line in lines[first - 1:last]]
     (tmp_path / script).write_text("".join(lines))
-    as_shipped, with_factor = training_loader(BOOK / script), training_loader(tmp_path / script)
+    as_shipped, with_factor = ddp_runs.training_loader(BOOK / script), ddp_runs.training_loader(tmp_path / script)
     assert len(as_shipped.dataset) == numbers["book.examples"] and as_shipped.batch_size == numbers["book.batch_size"]
     assert len(with_factor.dataset) == numbers["book.examples_with_factor"]
-    assert len(training_loader().dataset) == numbers["ours.examples"]
+    assert len(ddp_runs.training_loader().dataset) == numbers["ours.examples"]
 
 
 def test_gpu_check_without_cuda_says_so_in_one_sentence_and_fails():
     gpu_outputs = sorted((SCRIPTS / "outputs").rglob("gpu/*"))
-    status, _, stderr = run([sys.executable, "-m", "tools.gpu_check"], 120, cwd=ROOT, env=environment())
+    status, _, stderr = run([sys.executable, "-m", "tools.gpu_check"], 120, cwd=ROOT, env=ddp_runs.ddp_environment())
     assert status == 1, stderr
     assert stderr == (f"gpu-check needs a CUDA GPU, and torch {torch.__version__} sees none on this "
                              "machine; run `make gpu-check` on a machine with an NVIDIA GPU and a CUDA build "

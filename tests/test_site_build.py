@@ -15,7 +15,7 @@ import pytest
 from bs4 import BeautifulSoup
 from conftest import PUBLISHED, ROOT, SUB_PATH, mkdocs_build, nav_pages
 
-from tools import BOOK, book, pages, prerequisites, tomllib
+from tools import BOOK, book, claims, pages, prerequisites, tomllib
 from tools.editions import CHINESE, EDITIONS, ENGLISH, GLOSSARY
 from tools.page_runner import run
 
@@ -199,7 +199,6 @@ PUNCTUATION = "，。、；：？！（）“”「」《》"
 WORD = r"[\u4e00-\u9fffA-Za-z0-9`*\[\]]"  # not a separator (Material's title - site, a table's |, { #anchor })
 UNSPACED = re.compile(r"[\u4e00-\u9fff][A-Za-z0-9`{]|[A-Za-z0-9`}][\u4e00-\u9fff]"
                       rf"|(?<={WORD})[ \t]+[{PUNCTUATION}]|[{PUNCTUATION}]\**[ \t]+(?={WORD})")
-CODE_BLOCK = re.compile(r"^[ \t]*(`{3,}).*?^[ \t]*\1[ \t]*$", re.S | re.M)
 MEASURE = r"(?:[个块步轮次行秒份台种条倍位层项处遍节章批名组件列]|分钟|小时)"
 NUMERAL = "两二三四五六七八九十百千"
 COUNTS = (re.compile(rf"(?<!第)(?<!第 )(?<![.\d])\d+\s*{MEASURE}"),
@@ -210,7 +209,7 @@ BULLET_LEAD = re.compile(r"^[ \t]*(?:[-*+]|\d+\.)[ \t]+\*\*(.+?)\*\*(.?)", re.M)
 
 def unspaced(text: str) -> list[str]:
     """Where `text` breaks the spacing rule: each pair of characters (or space), in its context."""
-    text = CODE_BLOCK.sub("", text)
+    text = claims.FENCE.sub("", text)
     return [f"{m[0]} in {text[max(0, m.start() - 15):m.end() + 15]!r}" for m in UNSPACED.finditer(text)]
 
 
@@ -220,7 +219,7 @@ def unspaced_pairs(text: str) -> list[str]:
 
 def mixed_numerals(text: str) -> list[str]:
     """The sentences of `text` that count, or number, in both digits and Chinese numerals."""
-    return [sentence.strip() for sentence in re.split(r"[。！？\n]", CODE_BLOCK.sub("", text))
+    return [sentence.strip() for sentence in re.split(r"[。！？\n]", claims.FENCE.sub("", text))
             if any(digits.search(sentence) and numerals.search(sentence) for digits, numerals in (COUNTS, ORDINALS))]
 
 

@@ -1,13 +1,7 @@
-"""What the prose says about a recorded output, held against it. A sentence that quotes a printed value or states a
-property of one (a bound, a sum, two outputs alike, the output above) is followed by a mark that says it in Python:
-
-    The last two are class 1 with a probability over 95%.
-    <!-- holds: all(row[1] > 0.95 for row in probabilities.tensors[0][3:]) -->
-
-The expression sees each output of the page by its section's name, `above` and `below` (the output of the nearest
-code block before and after the mark), `output("module:section")` for any other, the recording's `environment`, the
-measured figures (`bench`) and `math`. The build warns on a mark that is false (so `--strict` fails) and removes the
-marks from the pages, as tools/notebooks.py does from the notebooks. Both editions carry the same marks."""
+"""What the prose says about a recorded output, held against it: a sentence that quotes a printed value or states a
+property of one is followed by a mark, `<!-- holds: EXPRESSION -->`, evaluated with the page's outputs by their
+sections' names (Authoring, "What the prose says about an output", lists what it sees). The build warns on a false
+mark (so `--strict` fails) and removes the marks, as tools/notebooks.py does. Both editions carry the same marks."""
 
 import ast
 import json
