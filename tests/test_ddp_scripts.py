@@ -23,7 +23,7 @@ from ddp_harness import (
     run_job,
 )
 
-from tools import BOOK, ROOT, ddp_numbers, ddp_runs, script_diff
+from tools import BOOK, ROOT, ddp_numbers, ddp_runs, pages, script_diff
 from tools.editions import ENGLISH
 from tools.page_runner import run
 from tools.sections import section_code
@@ -112,13 +112,7 @@ BOOK_ORDER = ["imports", "ddp_setup", "ToyDataset", "NeuralNetwork", "prepare_da
 @pytest.mark.parametrize("script", [*LAUNCHERS.values(), INSIDE])
 def test_script_imports_only_torch_and_fits_80_columns_with_no_build_markers(script):
     code = (SCRIPTS / script).read_text()
-    imported = set()
-    for node in ast.walk(ast.parse(code)):
-        if isinstance(node, ast.Import):
-            imported |= {alias.name.split(".")[0] for alias in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            imported.add(node.module.split(".")[0])
-    others = sorted(name for name in imported if name != "torch" and name not in sys.stdlib_module_names)
+    others = [name for name in pages.imports(code) if name != "torch"]
     assert not others, f"scripts/{script} imports {', '.join(others)}: a reader has only torch"
     assert "--8<--" not in code, f"scripts/{script} carries a build marker; the pages section it with ast"
     wide = [f"{n}: {line}" for n, line in enumerate(code.splitlines(), 1) if len(line) > 80]

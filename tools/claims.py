@@ -26,13 +26,8 @@ class Output:  # what a block printed, as the recording stored it
     key: str
     text: str
 
-    @property
-    def lines(self) -> list[str]:
-        return self.text.splitlines()
-
-    @property
-    def numbers(self) -> list[float]:  # every number it prints, in order
-        return [float(number) for number in NUMBER.findall(self.text)]
+    lines = property(lambda self: self.text.splitlines())
+    numbers = property(lambda self: [float(number) for number in NUMBER.findall(self.text)])  # all, in order
 
     def after(self, label: str) -> list[float]:  # the number after each `label`: train.after("Loss:")
         return [float(number) for number in re.findall(rf"{re.escape(label)}\s*({NUMBER.pattern})", self.text)]
@@ -53,17 +48,10 @@ class Output:  # what a block printed, as the recording stored it
         path = output_path(self.key, ".plot.json")
         return json.loads(path.read_text())[0][kind] if path.exists() else []
 
-    @property
-    def points(self) -> list:  # a plot's: the [x, y] points of each scatter, in the order they were drawn
-        return self._plotted("points")
-
-    @property
-    def curves(self) -> list:  # a plot's: the [x, y] points of each line, in the order they were drawn
-        return self._plotted("lines")
-
-    @property
-    def varies(self) -> bool:  # declared machine-dependent (snippets/varying_outputs.toml)
-        return self.key in varying_patterns()
+    # A plot's: the [x, y] points of each scatter, and of each line, in the order they were drawn.
+    points = property(lambda self: self._plotted("points"))
+    curves = property(lambda self: self._plotted("lines"))
+    varies = property(lambda self: self.key in varying_patterns())  # declared in snippets/varying_outputs.toml
 
 
 def marks(markdown: str) -> list[re.Match]:
