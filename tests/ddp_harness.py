@@ -98,28 +98,19 @@ def run_job(args, env=None, timeout=120, settle=10.0, cwd=ROOT, signal_after=Non
                     signalled.append(time.monotonic() - start)
                     os.kill(process.pid, signal_after[1])
 
-            def press_ctrl_c():
-                launcher = psutil.Process(process.pid)
-                while process.poll() is None:
-                    with contextlib.suppress(psutil.Error):  # a process that ends while it is looked at
-                        if ctrl_c_when(launcher):
-                            signalled.append(time.monotonic() - start)
-                            os.killpg(process.pid, signal.SIGINT)
-                            return
-                    time.sleep(0.05)
-
             readers = [threading.Thread(target=_read_lines, args=(stream, lines, start, check), daemon=True)
                        for stream, lines, check in ((process.stdout, out, watch), (process.stderr, err, None))]
             for reader in readers:
                 reader.start()
-            if ctrl_c_when:
-                threading.Thread(target=press_ctrl_c, daemon=True).start()  # ends when the launcher does
-            timer = threading.Timer(timeout, end_group, [process])
-            timer.start()
-            try:
-                process.wait()
-            finally:
-                timer.cancel()
+            launcher = psutil.Process(process.pid)
+            while process.poll() is None:
+                if time.monotonic() - start > timeout:
+                    end_group(process)
+                with contextlib.suppress(psutil.Error):  # a process that ends while it is looked at
+                    if ctrl_c_when and not signalled and ctrl_c_when(launcher):
+                        signalled.append(time.monotonic() - start)
+                        os.killpg(process.pid, signal.SIGINT)
+                time.sleep(0.05)
             seconds = time.monotonic() - start
             left = survivors(process.tag, settle)  # ended as process_group exits
             gone_after = time.monotonic() - start - seconds

@@ -24,6 +24,12 @@ def soup_of(site: Path, url: str) -> BeautifulSoup:
     return BeautifulSoup((site / url / "index.html").read_text(), "html.parser")
 
 
+def without(element, selector: str):
+    for found in element.select(selector):
+        found.decompose()
+    return element
+
+
 def blocks(soup: BeautifulSoup) -> list[tuple[str, str]]:
     """(title, text) of every Python and Output block in page order, collapsed too (shell commands are prose)."""
     return [(title.get_text() if (title := block.select_one(".filename")) else "",
@@ -134,8 +140,7 @@ def _words_a_reader_sees(page_html: str) -> dict[str, list[str]]:
     soup = BeautifulSoup(page_html, "html.parser")
     config = soup.select_one("script#__config")
     interface = list(json.loads(config.string)["translations"].values()) if config else []
-    for other in soup.select('[lang]:not(html), script, style, math, .headerlink'):  # e.g. the other edition's line
-        other.decompose()
+    without(soup, "[lang]:not(html), script, style, math, .headerlink")  # e.g. the other edition's line
     interface += [element.get(attribute) for element in soup.select("[title], [aria-label], [placeholder]")
                   for attribute in ("title", "aria-label", "placeholder") if element.get(attribute)]
     interface += [chrome.get_text(" ", strip=True) for chrome in soup.select(".md-nav__link, .md-header, .md-footer")]
@@ -146,8 +151,7 @@ def _words_a_reader_sees(page_html: str) -> dict[str, list[str]]:
         ".filename, .admonition-title, .tabbed-labels label, summary")]
     captions = [element.get_text(" ", strip=True) for element in article.select("figcaption")]
     captions += [image["alt"] for image in article.select("img[alt]")]
-    for code in article.select("pre, code, svg, .filename, .admonition-title, .tabbed-labels, figcaption"):
-        code.decompose()
+    without(article, "pre, code, svg, .filename, .admonition-title, .tabbed-labels, figcaption")
     prose = [element.get_text(" ", strip=True) for element in article.select("p, li, h1, h2, h3, h4, td, th")]
     return {"prose": prose, "titles": titles, "captions": captions, "interface": interface}
 
@@ -164,8 +168,7 @@ GLOSSED = re.compile(r"（[^）]*）|“[^”]*”|「[^」]*」")
 
 
 def english_runs(text: str) -> list[str]:
-    text = CODE_LIKE.sub("|", KEPT_ENGLISH.sub("|", GLOSSED.sub("|", text)))
-    return LATIN_RUN.findall(text)
+    return LATIN_RUN.findall(CODE_LIKE.sub("|", KEPT_ENGLISH.sub("|", GLOSSED.sub("|", text))))
 
 
 def chinese_texts() -> dict[str, str]:
@@ -273,9 +276,7 @@ def test_the_built_chinese_pages_space_and_count_as_the_rules_say_and_the_404_pa
     for page in sorted((built_site / CHINESE.prefix).rglob("*.html")):
         if Path(ENGLISH_ONLY).stem in page.parts:  # Authoring, in English: its glossary lists the variants to avoid
             continue
-        soup = BeautifulSoup(page.read_text(), "html.parser")
-        for element in soup.select("pre, math, script, style, [lang]:not(html)"):
-            element.decompose()
+        soup = without(BeautifulSoup(page.read_text(), "html.parser"), "pre, math, script, style, [lang]:not(html)")
         for code in soup.select("code"):
             code.string = "code"
         texts = [element.get_text("") for element in soup.select(
@@ -294,9 +295,8 @@ def test_a_term_with_a_gloss_reads_as_the_glossary_says_where_a_reader_first_mee
     the tools wrote included, code aside) is the glossary's `first_use`; a use inside （…） glosses another word."""
     prose = ""
     for _, url in nav_pages(CHINESE):
-        article = soup_of(built_site, url).select_one("article")
-        for element in article.select("pre, code, svg, math, script, style, .headerlink, [lang]"):
-            element.decompose()
+        article = without(soup_of(built_site, url).select_one("article"), "pre, code, svg, math, script, style, "
+                          ".headerlink, [lang]")
         prose += article.get_text("")
     glosses = [m.span() for m in re.finditer(r"（[^）]*）", prose)]
     problems = []
@@ -340,9 +340,7 @@ def test_a_chinese_page_is_in_chinese_matches_its_english_page_and_links_to_it(e
     if chinese[0].endswith(ENGLISH_ONLY):
         return
     page = (built_site / chinese[1] / "index.html").read_text()
-    article = BeautifulSoup(page, "html.parser").select_one("article")
-    for code in article.select("pre, code, svg, math, .headerlink"):
-        code.decompose()
+    article = without(BeautifulSoup(page, "html.parser").select_one("article"), "pre, code, svg, math, .headerlink")
     prose = [element.get_text(" ", strip=True) for element in article.select(
         "p, li, h1, h2, h3, h4, figcaption, td, th, summary, .admonition-title")]  # code left out
     english_only = [text for text in prose if len(re.findall(r"[A-Za-z]", text)) >= 12 and not HAN.search(text)]
