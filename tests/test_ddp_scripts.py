@@ -203,8 +203,6 @@ def with_cell(text, label, occurrence, value):
 
 
 def test_the_recorded_ddp_inside_run_keeps_ddps_promises_and_a_printout_that_breaks_one_is_caught():
-    """The ranks' checksums differ before DDP(...) and are equal after it and after every step; the ranks' examples
-    in a step do not overlap; the all-reduce gives the mean of the ranks' own gradients (within 1e-6)."""
     recorded = (SCRIPT_OUTPUTS / "ddp-inside.txt").read_text()
     assert ddp_runs.inside_problems(recorded) == []
     table = ddp_runs.inside_table(recorded)
