@@ -142,7 +142,7 @@ def defined(statements, names):
 
 
 @pytest.mark.parametrize("script", COPIED)
-def test_the_chapters_code_in_a_script_is_the_chapters(script):
+def test_what_a_script_copies_from_the_chapter_is_the_chapters_code(script):
     parts = script_diff.parts((SCRIPTS / script).read_text())
     for name, (sections, names) in COPIED[script].items():
         ours = ast.parse(parts[name]).body
