@@ -23,9 +23,7 @@ def pytest_addoption(parser):
                      help="re-record every output and notebook instead of comparing (what `make outputs` does)")
 
 
-def needs_torch():
-    """Skips a test that runs the pages' code where torch is not installed: `make test-site` runs the
-    rest with a Python that has no torch wheel at hand."""
+def needs_torch():  # `make test-site` runs the rest with a Python that has no torch wheel at hand
     pytest.importorskip("torch", reason="torch is not installed: this test runs the pages' code")
 
 
@@ -96,14 +94,9 @@ def published_site(tmp_path_factory) -> Path:
 
 def _nav_sources(entries) -> list[str]:
     """The pages of a nav, depth first; links to other sites left out."""
-    sources = []
-    for entry in entries:
-        value = next(iter(entry.values())) if isinstance(entry, dict) else entry
-        if isinstance(value, list):
-            sources += _nav_sources(value)
-        elif "://" not in value:
-            sources.append(value)
-    return sources
+    values = [next(iter(entry.values())) if isinstance(entry, dict) else entry for entry in entries]
+    return [source for value in values for source in (_nav_sources(value) if isinstance(value, list) else [value])
+            if "://" not in source]
 
 
 def nav_pages(edition: Edition) -> list[tuple[str, str]]:

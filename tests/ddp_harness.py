@@ -1,11 +1,9 @@
-"""What the DDP tests share: one launch with a time limit that leaves nothing behind (`run_job`),
-scripts copied alone into an empty folder (`alone`), the check of a run against its recording
-(`assert_recorded`), what DDP training must equal (`single_process_weights`, `assert_same_weights`),
-a free port (`free_port`) and a fault injected from outside the scripts (`with_fault`)."""
+"""What the DDP tests share: launches that leave nothing behind, checked against their recordings and against
+what DDP training must equal."""
 
 import contextlib
 import fcntl
-import importlib.util
+import functools
 import os
 import shutil
 import signal
@@ -15,7 +13,6 @@ import sys
 import tempfile
 import threading
 import time
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,7 +23,7 @@ from torch.utils.data import DataLoader
 from torch.utils.data.distributed import DistributedSampler
 
 from tools import ROOT
-from tools.ddp_runs import FAULT_INJECTION, SCRIPT_RUNS, ctrl_c_kept, run_key, training_data
+from tools.ddp_runs import FAULT_INJECTION, SCRIPT_RUNS, load_script, run_key, training_data
 from tools.ddp_runs import ddp_environment as environment
 from tools.page_runner import compare_text, end_group, process_group, survivors
 from tools.store import SCRIPT_OUTPUTS, varying_patterns
@@ -35,23 +32,8 @@ SCRIPTS = ROOT / "scripts"
 SPAWN = "scripts/DDP-script.py"
 TORCHRUN = "scripts/DDP-script-torchrun.py"
 TORCHRUN_2 = ["-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2"]
-UNDESTROYED = "the process group was not destroyed before the process exited"
 WHOLE_LINES = Path(__file__).parent / "whole_lines"  # its sitecustomize makes every rank print whole lines
-
-# Put on PYTHONPATH by `alone`: this project's packages cannot be imported, and a process that
-# ends (os._exit, as the scripts do) without destroy_process_group() says so and fails.
-BLOCKED = 'raise ImportError("a DDP script must run alone, without this project\'s {name}")\n'
-SITECUSTOMIZE = f'''import os, sys
-_exit = os._exit
-def _checked_exit(code):
-    dist = sys.modules.get("torch.distributed")
-    if dist is not None and dist.is_available() and dist.is_initialized():
-        sys.stderr.write("{UNDESTROYED}\\n")
-        sys.stderr.flush()
-        code = 3
-    _exit(code)
-os._exit = _checked_exit
-'''
+ALONE = Path(__file__).parent / "alone"  # its sitecustomize blocks this project's packages, checks the exit
 
 
 @dataclass
@@ -86,15 +68,9 @@ class Job:
 def alone(tmp, script):
     """Copy scripts/SCRIPT alone into an empty folder; return (folder, environment) to run it there
     with a Python that cannot import `snippets` or `tools` and checks destroy_process_group."""
-    folder = Path(tmp) / f"alone-{uuid.uuid4().hex[:8]}"
-    blockers = Path(tmp) / f"blockers-{uuid.uuid4().hex[:8]}"
-    folder.mkdir()
-    for name in ("snippets", "tools"):
-        (blockers / name).mkdir(parents=True)
-        (blockers / name / "__init__.py").write_text(BLOCKED.format(name=name))
-    (blockers / "sitecustomize.py").write_text(SITECUSTOMIZE)
+    folder = Path(tempfile.mkdtemp(prefix="alone-", dir=tmp))
     shutil.copy(SCRIPTS / script, folder / script)
-    return folder, environment(PYTHONPATH=str(blockers))
+    return folder, environment(PYTHONPATH=str(ALONE))
 
 
 def run_job(args, env=None, timeout=120, settle=10.0, cwd=ROOT, signal_after=None, ctrl_c_when=None):
@@ -122,28 +98,19 @@ def run_job(args, env=None, timeout=120, settle=10.0, cwd=ROOT, signal_after=Non
                     signalled.append(time.monotonic() - start)
                     os.kill(process.pid, signal_after[1])
 
-            def press_ctrl_c():
-                launcher = psutil.Process(process.pid)
-                while process.poll() is None:
-                    with contextlib.suppress(psutil.Error):  # a process that ends while it is looked at
-                        if ctrl_c_when(launcher):
-                            signalled.append(time.monotonic() - start)
-                            os.killpg(process.pid, signal.SIGINT)
-                            return
-                    time.sleep(0.05)
-
             readers = [threading.Thread(target=_read_lines, args=(stream, lines, start, check), daemon=True)
                        for stream, lines, check in ((process.stdout, out, watch), (process.stderr, err, None))]
             for reader in readers:
                 reader.start()
-            if ctrl_c_when:
-                threading.Thread(target=press_ctrl_c, daemon=True).start()  # ends when the launcher does
-            timer = threading.Timer(timeout, end_group, [process])
-            timer.start()
-            try:
-                process.wait()
-            finally:
-                timer.cancel()
+            launcher = psutil.Process(process.pid)
+            while process.poll() is None:
+                if time.monotonic() - start > timeout:
+                    end_group(process)
+                with contextlib.suppress(psutil.Error):  # a process that ends while it is looked at
+                    if ctrl_c_when and not signalled and ctrl_c_when(launcher):
+                        signalled.append(time.monotonic() - start)
+                        os.killpg(process.pid, signal.SIGINT)
+                time.sleep(0.05)
             seconds = time.monotonic() - start
             left = survivors(process.tag, settle)  # ended as process_group exits
             gone_after = time.monotonic() - start - seconds
@@ -175,29 +142,18 @@ def assert_recorded(job, name):
                           f"change is intended, re-record it with `make outputs`:\n{diff}")
 
 
-def load_script(name):
-    """scripts/NAME as a module; its `if __name__ == "__main__"` part does not run."""
-    spec = importlib.util.spec_from_file_location(f"ddp_script_{uuid.uuid4().hex}", SCRIPTS / name)
-    module = importlib.util.module_from_spec(spec)
-    with ctrl_c_kept():
-        spec.loader.exec_module(module)
-    return module
-
-
-def single_process_weights(epochs=3, world_size=2):
-    """The state_dict of one process, without DDP, trained on the concatenation of the batches that
-    ranks 0 .. world_size-1 get at each step: what a DDP run with --save must write.
-
-    DDP averages the ranks' gradients of their mean losses; with equal batch sizes that is the
-    gradient of the mean loss over all their batches together.
-    """
-    dataset, network = training_data(), load_script("DDP-script.py").NeuralNetwork
-    samplers = [DistributedSampler(dataset, num_replicas=world_size, rank=r) for r in range(world_size)]
+@functools.cache
+def single_process_weights():
+    """The state_dict of one process, without DDP, trained for 3 epochs on the concatenation of the batches that
+    ranks 0 and 1 get at each step: what a DDP run of 2 processes must write. DDP averages the ranks' gradients of
+    their mean losses; with equal batch sizes that is the gradient of the mean loss over all their batches."""
+    dataset, network = training_data(), load_script(SCRIPTS / "DDP-script.py").NeuralNetwork
+    samplers = [DistributedSampler(dataset, num_replicas=2, rank=rank) for rank in range(2)]
     loaders = [DataLoader(dataset, batch_size=2, sampler=s, drop_last=True) for s in samplers]
     torch.manual_seed(123)  # as every rank does before building the model
     model = network(num_inputs=2, num_outputs=2)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
-    for epoch in range(epochs):
+    for epoch in range(3):
         for sampler in samplers:
             sampler.set_epoch(epoch)
         for batches in zip(*loaders):
@@ -210,7 +166,10 @@ def single_process_weights(epochs=3, world_size=2):
     return model.state_dict()
 
 
-def assert_same_weights(actual, expected):
+def assert_same_weights(saved, expected=None):
+    """That the file `saved` holds the state_dict in the file `expected`, by default single_process_weights()."""
+    actual = torch.load(saved, weights_only=True)
+    expected = torch.load(expected, weights_only=True) if expected else single_process_weights()
     assert actual.keys() == expected.keys()
     for key in expected:
         torch.testing.assert_close(actual[key], expected[key], atol=1e-6, rtol=1e-6, msg=lambda m: f"{key}: {m}")
@@ -231,7 +190,7 @@ def free_port():
         return probe.getsockname()[1]
 
 
-def with_fault(fault, **extra):
+def with_fault(fault):
     """The environment of a run in which scripts/fault-injection makes a rank raise, be killed or stall
     after its 6th optimizer step (the first of epoch 2 with 2 ranks); the last rank unless FAULT_RANK."""
-    return environment(PYTHONPATH=str(FAULT_INJECTION), FAULT=fault, **extra)
+    return environment(PYTHONPATH=str(FAULT_INJECTION), FAULT=fault)

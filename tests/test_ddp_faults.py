@@ -25,18 +25,16 @@ from ddp_harness import (
     assert_recorded,
     assert_same_weights,
     free_port,
-    load_script,
     run_job,
-    single_process_weights,
     with_fault,
 )
 
 from tools.ddp_runs import ddp_environment as environment
-from tools.ddp_runs import trained_fully
+from tools.ddp_runs import load_script, trained_fully
 
 TIMEOUT = 5  # --timeout of the jobs that wait for a rank that never answers
 LONG = ["--epochs", "300"]  # a run that is still training when it is signalled
-torchrun_script = load_script("DDP-script-torchrun.py")
+torchrun_script = load_script(ROOT / TORCHRUN)
 REFUSED = r"snapshot {} cannot be resumed from \(.+\); delete it or pass another --snapshot\."  # `.`: one line
 
 
@@ -60,15 +58,12 @@ def tmp(tmp_path_factory):
     return tmp_path_factory.mktemp("ddp-faults")
 
 
-def loading_torch(processes) -> bool:
-    """Whether each of `processes` has loaded torch's library: it is importing torch (a second more at least),
-    or done with it."""
+def loading_torch(processes) -> bool:  # each has torch's library: importing torch (a second more at least), or done
     return bool(processes) and all(any("libtorch" in m.path for m in p.memory_maps()) for p in processes)
 
 
 def ranks_starting(marker):
-    """When to press Ctrl-C: once both ranks (the launcher's children with `marker` in their command line) load
-    torch."""
+    """When to press Ctrl-C: once both ranks (children with `marker` in their command line) load torch."""
     def when(launcher):
         ranks = [p for p in launcher.children() if marker in " ".join(p.cmdline())]
         return len(ranks) == 2 and loading_torch(ranks)
@@ -132,10 +127,9 @@ def test_bad_input_from_the_command_line(jobs):
 
 @pytest.fixture
 def run_in_process(monkeypatch, capsys):
-    """run(script, args, env, status): run a script's `__main__` here, as `python script ARGS` would, in
-    environment(**env) and seeing no GPU, for checks that stop it before it starts any process (mp.spawn
-    fails the test; no signal handler is installed); assert that it exited with `status` within 10 s,
-    printing nothing and no traceback; return its stderr. All it changes is undone."""
+    """run(script, args, env, status): run a script's `__main__` here, in environment(**env), seeing no GPU and
+    installing no signal handler, for a check that stops it before it starts a process; assert that it exited with
+    `status` within 10 s, printing nothing and no traceback; return its stderr."""
     def run(script, args=(), env=None, status=2):
         monkeypatch.setattr(sys, "argv", [str(ROOT / script), *map(str, args)])
         spawned = AssertionError(f"{script} {' '.join(map(str, args))} started processes")
@@ -200,7 +194,7 @@ def test_more_gpus_than_present_gives_one_clear_sentence(monkeypatch, capsys):
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
     monkeypatch.setattr(sys, "argv", ["DDP-script.py", "--world-size", "4"])
     with pytest.raises(SystemExit) as exit:
-        load_script("DDP-script.py").parse_args()
+        load_script(ROOT / SPAWN).parse_args()
     assert exit.value.code == 2
     stderr = capsys.readouterr().err
     assert "--world-size 4 needs 4 GPUs, one per process, but 2 are visible; use --world-size 2" in stderr
@@ -348,4 +342,4 @@ def test_torchrun_restarts_a_killed_worker_and_ends_with_the_same_weights(jobs, 
     assert "[rank 1] fault kill:" in job.stderr, "the fault never happened"
     assert f"resuming from {tmp / 'recovery-snapshot.pt'} after epoch 1" in job.stderr, job.describe()
     assert trained_fully(job.stdout, 2), job.describe()
-    assert_same_weights(torch.load(tmp / "recovered.pt", weights_only=True), single_process_weights())  # as if unhurt
+    assert_same_weights(tmp / "recovered.pt")  # as if unhurt

@@ -5,7 +5,6 @@ ddp-inside.py shows, on real numbers, what DDP does."""
 import ast
 import re
 import sys
-import textwrap
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 
@@ -16,28 +15,15 @@ from ddp_harness import (
     SPAWN,
     TORCHRUN,
     TORCHRUN_2,
-    UNDESTROYED,
     alone,
     assert_recorded,
     assert_same_weights,
     free_port,
     port_12345,
     run_job,
-    single_process_weights,
 )
 
-from tools import BOOK, ROOT, ddp_numbers, script_diff
-from tools.ddp_runs import (
-    SCRIPT_RUNS,
-    ScriptRun,
-    in_rank_order,
-    inside_problems,
-    inside_table,
-    trained_fully,
-    training_data,
-    training_loader,
-)
-from tools.ddp_runs import ddp_environment as environment
+from tools import BOOK, ROOT, ddp_numbers, ddp_runs, pages, script_diff
 from tools.editions import ENGLISH
 from tools.page_runner import run
 from tools.sections import section_code
@@ -47,11 +33,12 @@ LAUNCHERS = {"spawn": "DDP-script.py", "torchrun": "DDP-script-torchrun.py"}  # 
 BOOK_ON_CPU = "book-DDP-script-cpu.txt"  # the book's DDP-script.py, its device lines changed for the CPU
 INSIDE = "ddp-inside.py"  # ours: what DDP does, printed from a run
 WORLD_SIZES = [1, 3, 8]  # and 2, the default: the fewest, one that does not divide 20 samples, the most
+UNDESTROYED = "the process group was not destroyed before the process exited"  # tests/alone/sitecustomize.py
 
 
 def book_on_the_cpu(tmp):
     with port_12345():
-        return run_job(SCRIPT_RUNS[BOOK_ON_CPU].arguments(tmp))
+        return run_job(ddp_runs.SCRIPT_RUNS[BOOK_ON_CPU].arguments(tmp))
 
 
 def two_nodes(tmp, env):
@@ -93,7 +80,7 @@ def jobs(tmp):
     launches = {
         # Eight processes each import torch: on a busy 2-core machine that alone can take minutes.
         "world size 8": lambda: run_job([SPAWN, "--world-size", 8], timeout=300),
-        "two nodes, USE_LIBUV=0": lambda: two_nodes(tmp, environment(USE_LIBUV="0")),
+        "two nodes, USE_LIBUV=0": lambda: two_nodes(tmp, ddp_runs.ddp_environment(USE_LIBUV="0")),
         "torchrun": lambda: run_job([*TORCHRUN_2, "DDP-script-torchrun.py", "--save", tmp / "torchrun.pt"],
                                     env=torchrun_env, cwd=torchrun_folder),
         "spawn": lambda: run_job(["DDP-script.py", "--save", tmp / "spawn.pt"],
@@ -115,11 +102,6 @@ def succeeded(job):
     return job
 
 
-@pytest.fixture(scope="module")
-def reference():
-    return single_process_weights(epochs=3, world_size=2)
-
-
 def ranks_that_trained(stdout):
     return sorted({int(r) for r in re.findall(r"^\[rank (\d+)\] Epoch: ", stdout, re.M)})
 
@@ -130,13 +112,7 @@ BOOK_ORDER = ["imports", "ddp_setup", "ToyDataset", "NeuralNetwork", "prepare_da
 @pytest.mark.parametrize("script", [*LAUNCHERS.values(), INSIDE])
 def test_script_imports_only_torch_and_fits_80_columns_with_no_build_markers(script):
     code = (SCRIPTS / script).read_text()
-    imported = set()
-    for node in ast.walk(ast.parse(code)):
-        if isinstance(node, ast.Import):
-            imported |= {alias.name.split(".")[0] for alias in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            imported.add(node.module.split(".")[0])
-    others = sorted(name for name in imported if name != "torch" and name not in sys.stdlib_module_names)
+    others = [name for name in pages.imports(code) if name != "torch"]
     assert not others, f"scripts/{script} imports {', '.join(others)}: a reader has only torch"
     assert "--8<--" not in code, f"scripts/{script} carries a build marker; the pages section it with ast"
     wide = [f"{n}: {line}" for n, line in enumerate(code.splitlines(), 1) if len(line) > 80]
@@ -150,42 +126,30 @@ def test_script_reads_in_the_books_order(script):
     assert names[-1] == "__main__", "the __main__ block comes last, as in the book"
 
 
-# The book's network, data and compute_accuracy, which the chapter pages show, in the book's layout: code is compared.
-COPIED = {"NeuralNetwork": "neural_network", "ToyDataset": "toy_dataset",
-          "compute_accuracy": "compute_accuracy_on_device", "prepare_dataset": "toy_data"}
+# What the scripts carry of snippets/appendix_a.py, which the chapter pages show, compared as code: {script: {part:
+# (its sections, the names they define that the part holds)}}; the toy data stands at the top of a function.
+NETWORK = {"NeuralNetwork": (["neural_network"], ["NeuralNetwork"]), "ToyDataset": (["toy_dataset"], ["ToyDataset"])}
+COPIED = {**dict.fromkeys(LAUNCHERS.values(), {
+    **NETWORK, "compute_accuracy": (["compute_accuracy_on_device"], ["compute_accuracy"]),
+    "prepare_dataset": (["toy_data", "toy_test_data"], ["X_train", "y_train", "X_test", "y_test"])}),
+    INSIDE: {**NETWORK, "train": (["toy_data"], ["X_train", "y_train"])}}
 
 
-def code_of(source, names=None):
-    """ast.dump of the top-level statements of `source` (those defining `names`, if given)."""
-    body = ast.parse(source).body
-    return [ast.dump(node) for node in body if names is None or getattr(node, "name", None) in names
+def defined(statements, names):
+    """ast.dump of the statements that define one of `names` (a class, a function or a variable)."""
+    return [ast.dump(node) for node in statements if getattr(node, "name", None) in names
             or isinstance(node, ast.Assign) and getattr(node.targets[0], "id", None) in names]
 
 
-@pytest.mark.parametrize("script", LAUNCHERS.values())
-@pytest.mark.parametrize("name", COPIED)
-def test_copied_code_is_the_chapters(script, name):
-    chapter = section_code("appendix_a", COPIED[name])
-    part = script_diff.parts((SCRIPTS / script).read_text())[name]
-    if name == "prepare_dataset":  # the book builds the toy data at its top: two cells of the chapter's
-        chapter += "\n" + section_code("appendix_a", "toy_test_data")
-        data = ["X_train", "y_train", "X_test", "y_test"]
-        ours = code_of(textwrap.dedent(part.split(":", 1)[1].split("\n", 1)[1]), data)
-        assert ours == code_of(chapter), f"scripts/{script}: prepare_dataset's toy data differs from the chapter's"
-    else:
-        assert code_of(part) == code_of(chapter, [name]), (
-            f"scripts/{script}: {name} differs from snippets/appendix_a.py section '{COPIED[name]}', which the "
-            f"chapter pages show; make the two the same code:\n{part}")
-
-
-def test_ddp_inside_trains_the_chapters_network_on_its_toy_data():
-    parts = script_diff.parts((SCRIPTS / INSIDE).read_text())
-    for name in ("NeuralNetwork", "ToyDataset"):
-        assert code_of(parts[name]) == code_of(section_code("appendix_a", COPIED[name]), [name]), (
-            f"scripts/{INSIDE}: {name} differs from snippets/appendix_a.py section '{COPIED[name]}'")
-    body = textwrap.dedent(parts["train"].split(":", 1)[1].split("\n", 1)[1])
-    assert code_of(body, ["X_train", "y_train"]) == code_of(section_code("appendix_a", "toy_data")), (
-        f"scripts/{INSIDE}: train's toy data differs from the chapter's")
+@pytest.mark.parametrize("script", COPIED)
+def test_what_a_script_copies_from_the_chapter_is_the_chapters_code(script):
+    parts = script_diff.parts((SCRIPTS / script).read_text())
+    for name, (sections, names) in COPIED[script].items():
+        ours = ast.parse(parts[name]).body
+        chapter = ast.parse("\n".join(section_code("appendix_a", section) for section in sections)).body
+        assert defined(ours if name in names else ours[0].body, names) == defined(chapter, names), (
+            f"scripts/{script}: {name} differs from snippets/appendix_a.py's {', '.join(sections)}, which the "
+            f"chapter pages show; make the two the same code:\n{parts[name]}")
 
 
 @pytest.mark.parametrize("script", LAUNCHERS.values())
@@ -214,14 +178,14 @@ def test_a_part_without_a_reason_is_found(monkeypatch, tmp_path):
 
 
 @pytest.mark.parametrize("launcher", LAUNCHERS)
-def test_script_alone_trains_as_one_process_prints_what_is_recorded_and_leaves_no_file(jobs, tmp, reference, launcher):
+def test_script_alone_trains_as_one_process_prints_what_is_recorded_and_leaves_no_file(jobs, tmp, launcher):
     script = LAUNCHERS[launcher]
     job = succeeded(jobs[launcher].result())  # run where `snippets` and `tools` cannot be imported
     assert [p.name for p in job.cwd.iterdir()] == [script], "only the script, nothing else"
     assert ranks_that_trained(job.stdout) == [0, 1], job.describe()
     assert "Training on 2 processes with gloo" in job.stdout
-    assert trained_fully(job.stdout, 2), job.describe()
-    assert_same_weights(torch.load(tmp / f"{launcher}.pt", weights_only=True), reference)
+    assert ddp_runs.trained_fully(job.stdout, 2), job.describe()
+    assert_same_weights(tmp / f"{launcher}.pt")
     assert not list(tmp.glob(f".{launcher}.pt.*")), "--save leaves no temporary file"
     assert_recorded(job, "DDP-script.txt")  # the page shows one run for both launchers
     if launcher == "torchrun":  # its default snapshot, in the job's TMPDIR, is removed when the job is done
@@ -230,45 +194,37 @@ def test_script_alone_trains_as_one_process_prints_what_is_recorded_and_leaves_n
         assert not [name for name in job.leftovers if name.startswith("ddp-snapshot-")], "the snapshot is left"
 
 
-def test_the_recorded_ddp_inside_run_shows_the_broadcast_disjoint_shards_the_average_and_equal_weights():
-    """From its recording: the ranks' checksums differ before DDP(...) and are equal after it and after
-    every step; the ranks' examples in a step do not overlap; the all-reduce gives the mean of the
-    ranks' own gradients (within 1e-6)."""
-    assert inside_problems((SCRIPT_OUTPUTS / "ddp-inside.txt").read_text()) == []
-
-
-def with_cell(text, label, occurrence, rank, value):
-    """A ddp-inside.py printout with one cell changed: rank `rank`'s of the `occurrence`-th row `label`."""
+def with_cell(text, label, occurrence, value):
+    """A ddp-inside.py printout with one cell changed: rank 1's of the `occurrence`-th row `label`."""
     lines = text.splitlines(keepends=True)
     at = [i for i, line in enumerate(lines) if line[:11].strip() == label][occurrence]
-    cells = [lines[at][11 + 12 * r:23 + 12 * r].strip() for r in range(2)]
-    cells[rank] = value
-    lines[at] = (f"{label:11}" + "".join(f"{cell:12}" for cell in cells)).rstrip() + "\n"
+    lines[at] = (f"{label:11}{lines[at][11:23].strip():12}{value:12}").rstrip() + "\n"
     return "".join(lines)
 
 
-def test_a_ddp_inside_printout_that_breaks_a_promise_is_caught():
+def test_the_recorded_ddp_inside_run_keeps_ddps_promises_and_a_printout_that_breaks_one_is_caught():
     recorded = (SCRIPT_OUTPUTS / "ddp-inside.txt").read_text()
-    table = inside_table(recorded)
+    assert ddp_runs.inside_problems(recorded) == []
+    table = ddp_runs.inside_table(recorded)
     before, last = table["before"]["checksum"][0], [name for name in table if name.startswith("step ")][-1]
-    assert inside_problems(with_cell(recorded, "checksum", 0, 1, before[0])) == [
-        f"before DDP(...), the ranks' checksums are equal: {[before[0]] * 2}"]
-    assert inside_problems(with_cell(recorded, "checksum", -1, 1, "+9.9999")) == [
-        f"{last}: the ranks' checksums differ: {[table[last]['checksum'][0][0], '+9.9999']}"]
-    examples = table["step 1"]["examples"][0]
-    assert inside_problems(with_cell(recorded, "examples", 0, 1, examples[0])) == [
-        f"step 1: the ranks' examples overlap: {[examples[0]] * 2}"]
-    average = table["step 2"]["all-reduce"][0]
+    examples, average = table["step 1"]["examples"][0], table["step 2"]["all-reduce"][0]
     off = f"{float(average[1]) + 2e-6:+.7f}"  # beyond 1e-6
-    assert inside_problems(with_cell(recorded, "all-reduce", 1, 1, off)) == [
-        f"step 2: the all-reduce gave {[average[0], off]}, not the mean of {table['step 2']['own b.grad'][0]}"]
+    broken = {  # (row, which of its lines, rank 1's cell): what is wrong
+        ("checksum", 0, before[0]): f"before DDP(...), the ranks' checksums are equal: {[before[0]] * 2}",
+        ("checksum", -1, "+9.9999"): f"{last}: the ranks' checksums differ: "
+                                     f"{[table[last]['checksum'][0][0], '+9.9999']}",
+        ("examples", 0, examples[0]): f"step 1: the ranks' examples overlap: {[examples[0]] * 2}",
+        ("all-reduce", 1, off): f"step 2: the all-reduce gave {[average[0], off]}, not the mean of "
+                                f"{table['step 2']['own b.grad'][0]}"}
+    for (label, occurrence, value), problem in broken.items():
+        assert ddp_runs.inside_problems(with_cell(recorded, label, occurrence, value)) == [problem]
 
 
 def test_ddp_inside_alone_prints_what_is_recorded_and_keeps_ddps_promises(jobs):
     job = succeeded(jobs["inside"].result())  # run where `snippets` and `tools` cannot be imported
     assert [p.name for p in job.cwd.iterdir()] == [INSIDE], "only the script, nothing else"
     assert job.stdout.startswith("DDP: 2 processes, gloo\n"), job.describe()
-    assert inside_problems(job.stdout) == [], job.describe()
+    assert ddp_runs.inside_problems(job.stdout) == [], job.describe()
     assert_recorded(job, "ddp-inside.txt")
 
 
@@ -276,19 +232,19 @@ def test_ddp_inside_alone_prints_what_is_recorded_and_keeps_ddps_promises(jobs):
 def test_every_world_size_trains_and_reports_the_same_exact_accuracy(jobs, world_size):
     job = succeeded(jobs[f"world size {world_size}"].result())
     assert ranks_that_trained(job.stdout) == list(range(world_size)), job.describe()
-    assert trained_fully(job.stdout, world_size), job.describe()
+    assert ddp_runs.trained_fully(job.stdout, world_size), job.describe()
     assert len(re.findall(r"^\[rank \d+\] Training accuracy", job.stdout, re.M)) == world_size
 
 
-def test_launchers_and_two_nodes_print_and_train_the_same(jobs, tmp, reference):
+def test_launchers_and_two_nodes_print_and_train_the_same(jobs, tmp):
     spawn, torchrun = succeeded(jobs["spawn"].result()), succeeded(jobs["torchrun"].result())
+    in_rank_order = ddp_runs.in_rank_order
     assert in_rank_order(torchrun.stdout) == in_rank_order(spawn.stdout), "the launchers differ, the training does not"
     nodes = [succeeded(job) for job in jobs["two nodes, USE_LIBUV=0"].result()]
     printed = "".join(job.stdout for job in nodes)  # each node prints its own rank's lines
     assert in_rank_order(printed) == in_rank_order(torchrun.stdout)  # so ranks 0 and 1 trained, as with torchrun
-    weights = torch.load(tmp / "two-nodes.pt", weights_only=True)
-    assert_same_weights(weights, torch.load(tmp / "torchrun.pt", weights_only=True))
-    assert_same_weights(weights, reference)
+    assert_same_weights(tmp / "two-nodes.pt", tmp / "torchrun.pt")
+    assert_same_weights(tmp / "two-nodes.pt")
 
 
 @pytest.mark.parametrize("launcher", LAUNCHERS)
@@ -300,16 +256,16 @@ def test_leaving_without_destroy_process_group_is_caught(jobs, launcher):
 def test_the_books_script_on_the_cpu_prints_what_is_recorded(jobs):
     job = jobs["book on the CPU"].result()
     assert_recorded(job, BOOK_ON_CPU)
-    assert trained_fully(job.stdout.replace("[GPU", "[rank "), 2), job.describe()
+    assert ddp_runs.trained_fully(job.stdout.replace("[GPU", "[rank "), 2), job.describe()
 
 
 def test_a_change_to_the_books_script_that_is_not_there_once_is_refused(tmp_path):
-    changes = ScriptRun("", ("book/DDP-script.py",), changes=(("device_ids=[rank]", ""), ("rank", "")))
+    changes = ddp_runs.ScriptRun("", ("book/DDP-script.py",), changes=(("device_ids=[rank]", ""), ("rank", "")))
     with pytest.raises(RecordingError, match="has 21 times, not once, the text 'rank'"):
         changes.arguments(tmp_path)
 
 
-@pytest.mark.parametrize("script", ["DDP-script.py", "DDP-script-torchrun.py"])
+@pytest.mark.parametrize("script", LAUNCHERS.values())
 def test_the_books_factor_lines_and_the_numbers_the_pages_state_are_what_the_scripts_do(script, tmp_path):
     """Uncommenting the factor lines the pages name, and no others, makes the training set the pages say."""
     numbers = {name: number(ENGLISH) for name, number in ddp_numbers.NUMBERS.items()}
@@ -317,15 +273,15 @@ def test_the_books_factor_lines_and_the_numbers_the_pages_state_are_what_the_scr
     lines = (BOOK / script).read_text().splitlines(keepends=True)
     lines[first - 1:last] = [line.replace("# ", "", 1) for line in lines[first - 1:last]]
     (tmp_path / script).write_text("".join(lines))
-    as_shipped, with_factor = training_loader(BOOK / script), training_loader(tmp_path / script)
+    as_shipped, with_factor = ddp_runs.training_loader(BOOK / script), ddp_runs.training_loader(tmp_path / script)
     assert len(as_shipped.dataset) == numbers["book.examples"] and as_shipped.batch_size == numbers["book.batch_size"]
     assert len(with_factor.dataset) == numbers["book.examples_with_factor"]
-    assert len(training_data()) == numbers["ours.examples"]
+    assert len(ddp_runs.training_loader().dataset) == numbers["ours.examples"]
 
 
 def test_gpu_check_without_cuda_says_so_in_one_sentence_and_fails():
     gpu_outputs = sorted((SCRIPTS / "outputs").rglob("gpu/*"))
-    status, _, stderr = run([sys.executable, "-m", "tools.gpu_check"], 120, cwd=ROOT, env=environment())
+    status, _, stderr = run([sys.executable, "-m", "tools.gpu_check"], 120, cwd=ROOT, env=ddp_runs.ddp_environment())
     assert status == 1, stderr
     assert stderr == (f"gpu-check needs a CUDA GPU, and torch {torch.__version__} sees none on this "
                              "machine; run `make gpu-check` on a machine with an NVIDIA GPU and a CUDA build "

@@ -15,13 +15,19 @@ import pytest
 from bs4 import BeautifulSoup
 from conftest import PUBLISHED, ROOT, SUB_PATH, mkdocs_build, nav_pages
 
-from tools import BOOK, book, pages, prerequisites, tomllib
+from tools import BOOK, book, claims, pages, prerequisites, tomllib
 from tools.editions import CHINESE, EDITIONS, ENGLISH, GLOSSARY
 from tools.page_runner import run
 
 
 def soup_of(site: Path, url: str) -> BeautifulSoup:
     return BeautifulSoup((site / url / "index.html").read_text(), "html.parser")
+
+
+def without(element, selector: str):
+    for found in element.select(selector):
+        found.decompose()
+    return element
 
 
 def blocks(soup: BeautifulSoup) -> list[tuple[str, str]]:
@@ -134,8 +140,7 @@ def _words_a_reader_sees(page_html: str) -> dict[str, list[str]]:
     soup = BeautifulSoup(page_html, "html.parser")
     config = soup.select_one("script#__config")
     interface = list(json.loads(config.string)["translations"].values()) if config else []
-    for other in soup.select('[lang]:not(html), script, style, math, .headerlink'):  # e.g. the other edition's line
-        other.decompose()
+    without(soup, "[lang]:not(html), script, style, math, .headerlink")  # e.g. the other edition's line
     interface += [element.get(attribute) for element in soup.select("[title], [aria-label], [placeholder]")
                   for attribute in ("title", "aria-label", "placeholder") if element.get(attribute)]
     interface += [chrome.get_text(" ", strip=True) for chrome in soup.select(".md-nav__link, .md-header, .md-footer")]
@@ -146,8 +151,7 @@ def _words_a_reader_sees(page_html: str) -> dict[str, list[str]]:
         ".filename, .admonition-title, .tabbed-labels label, summary")]
     captions = [element.get_text(" ", strip=True) for element in article.select("figcaption")]
     captions += [image["alt"] for image in article.select("img[alt]")]
-    for code in article.select("pre, code, svg, .filename, .admonition-title, .tabbed-labels, figcaption"):
-        code.decompose()
+    without(article, "pre, code, svg, .filename, .admonition-title, .tabbed-labels, figcaption")
     prose = [element.get_text(" ", strip=True) for element in article.select("p, li, h1, h2, h3, h4, td, th")]
     return {"prose": prose, "titles": titles, "captions": captions, "interface": interface}
 
@@ -164,8 +168,7 @@ GLOSSED = re.compile(r"（[^）]*）|“[^”]*”|「[^」]*」")
 
 
 def english_runs(text: str) -> list[str]:
-    text = CODE_LIKE.sub("|", KEPT_ENGLISH.sub("|", GLOSSED.sub("|", text)))
-    return LATIN_RUN.findall(text)
+    return LATIN_RUN.findall(CODE_LIKE.sub("|", KEPT_ENGLISH.sub("|", GLOSSED.sub("|", text))))
 
 
 def chinese_texts() -> dict[str, str]:
@@ -199,7 +202,6 @@ PUNCTUATION = "，。、；：？！（）“”「」《》"
 WORD = r"[\u4e00-\u9fffA-Za-z0-9`*\[\]]"  # not a separator (Material's title - site, a table's |, { #anchor })
 UNSPACED = re.compile(r"[\u4e00-\u9fff][A-Za-z0-9`{]|[A-Za-z0-9`}][\u4e00-\u9fff]"
                       rf"|(?<={WORD})[ \t]+[{PUNCTUATION}]|[{PUNCTUATION}]\**[ \t]+(?={WORD})")
-CODE_BLOCK = re.compile(r"^[ \t]*(`{3,}).*?^[ \t]*\1[ \t]*$", re.S | re.M)
 MEASURE = r"(?:[个块步轮次行秒份台种条倍位层项处遍节章批名组件列]|分钟|小时)"
 NUMERAL = "两二三四五六七八九十百千"
 COUNTS = (re.compile(rf"(?<!第)(?<!第 )(?<![.\d])\d+\s*{MEASURE}"),
@@ -210,7 +212,7 @@ BULLET_LEAD = re.compile(r"^[ \t]*(?:[-*+]|\d+\.)[ \t]+\*\*(.+?)\*\*(.?)", re.M)
 
 def unspaced(text: str) -> list[str]:
     """Where `text` breaks the spacing rule: each pair of characters (or space), in its context."""
-    text = CODE_BLOCK.sub("", text)
+    text = claims.FENCE.sub("", text)
     return [f"{m[0]} in {text[max(0, m.start() - 15):m.end() + 15]!r}" for m in UNSPACED.finditer(text)]
 
 
@@ -220,7 +222,7 @@ def unspaced_pairs(text: str) -> list[str]:
 
 def mixed_numerals(text: str) -> list[str]:
     """The sentences of `text` that count, or number, in both digits and Chinese numerals."""
-    return [sentence.strip() for sentence in re.split(r"[。！？\n]", CODE_BLOCK.sub("", text))
+    return [sentence.strip() for sentence in re.split(r"[。！？\n]", claims.FENCE.sub("", text))
             if any(digits.search(sentence) and numerals.search(sentence) for digits, numerals in (COUNTS, ORDINALS))]
 
 
@@ -274,9 +276,7 @@ def test_the_built_chinese_pages_space_and_count_as_the_rules_say_and_the_404_pa
     for page in sorted((built_site / CHINESE.prefix).rglob("*.html")):
         if Path(ENGLISH_ONLY).stem in page.parts:  # Authoring, in English: its glossary lists the variants to avoid
             continue
-        soup = BeautifulSoup(page.read_text(), "html.parser")
-        for element in soup.select("pre, math, script, style, [lang]:not(html)"):
-            element.decompose()
+        soup = without(BeautifulSoup(page.read_text(), "html.parser"), "pre, math, script, style, [lang]:not(html)")
         for code in soup.select("code"):
             code.string = "code"
         texts = [element.get_text("") for element in soup.select(
@@ -295,9 +295,8 @@ def test_a_term_with_a_gloss_reads_as_the_glossary_says_where_a_reader_first_mee
     the tools wrote included, code aside) is the glossary's `first_use`; a use inside （…） glosses another word."""
     prose = ""
     for _, url in nav_pages(CHINESE):
-        article = soup_of(built_site, url).select_one("article")
-        for element in article.select("pre, code, svg, math, script, style, .headerlink, [lang]"):
-            element.decompose()
+        article = without(soup_of(built_site, url).select_one("article"), "pre, code, svg, math, script, style, "
+                          ".headerlink, [lang]")
         prose += article.get_text("")
     glosses = [m.span() for m in re.finditer(r"（[^）]*）", prose)]
     problems = []
@@ -341,9 +340,7 @@ def test_a_chinese_page_is_in_chinese_matches_its_english_page_and_links_to_it(e
     if chinese[0].endswith(ENGLISH_ONLY):
         return
     page = (built_site / chinese[1] / "index.html").read_text()
-    article = BeautifulSoup(page, "html.parser").select_one("article")
-    for code in article.select("pre, code, svg, math, .headerlink"):
-        code.decompose()
+    article = without(BeautifulSoup(page, "html.parser").select_one("article"), "pre, code, svg, math, .headerlink")
     prose = [element.get_text(" ", strip=True) for element in article.select(
         "p, li, h1, h2, h3, h4, figcaption, td, th, summary, .admonition-title")]  # code left out
     english_only = [text for text in prose if len(re.findall(r"[A-Za-z]", text)) >= 12 and not HAN.search(text)]

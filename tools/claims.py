@@ -1,13 +1,7 @@
-"""What the prose says about a recorded output, held against it. A sentence that quotes a printed value or states a
-property of one (a bound, a sum, two outputs alike, the output above) is followed by a mark that says it in Python:
-
-    The last two are class 1 with a probability over 95%.
-    <!-- holds: all(row[1] > 0.95 for row in probabilities.tensors[0][3:]) -->
-
-The expression sees each output of the page by its section's name, `above` and `below` (the output of the nearest
-code block before and after the mark), `output("module:section")` for any other, the recording's `environment`, the
-measured figures (`bench`) and `math`. The build warns on a mark that is false (so `--strict` fails) and removes the
-marks from the pages, as tools/notebooks.py does from the notebooks. Both editions carry the same marks."""
+"""What the prose says about a recorded output, held against it: a sentence that quotes a printed value or states a
+property of one is followed by a mark, `<!-- holds: EXPRESSION -->`, evaluated with the page's outputs by their
+sections' names (Authoring, "What the prose says about an output", lists what it sees). The build warns on a false
+mark (so `--strict` fails) and removes the marks, as tools/notebooks.py does. Both editions carry the same marks."""
 
 import ast
 import json
@@ -32,13 +26,8 @@ class Output:  # what a block printed, as the recording stored it
     key: str
     text: str
 
-    @property
-    def lines(self) -> list[str]:
-        return self.text.splitlines()
-
-    @property
-    def numbers(self) -> list[float]:  # every number it prints, in order
-        return [float(number) for number in NUMBER.findall(self.text)]
+    lines = property(lambda self: self.text.splitlines())
+    numbers = property(lambda self: [float(number) for number in NUMBER.findall(self.text)])  # all, in order
 
     def after(self, label: str) -> list[float]:  # the number after each `label`: train.after("Loss:")
         return [float(number) for number in re.findall(rf"{re.escape(label)}\s*({NUMBER.pattern})", self.text)]
@@ -59,17 +48,10 @@ class Output:  # what a block printed, as the recording stored it
         path = output_path(self.key, ".plot.json")
         return json.loads(path.read_text())[0][kind] if path.exists() else []
 
-    @property
-    def points(self) -> list:  # a plot's: the [x, y] points of each scatter, in the order they were drawn
-        return self._plotted("points")
-
-    @property
-    def curves(self) -> list:  # a plot's: the [x, y] points of each line, in the order they were drawn
-        return self._plotted("lines")
-
-    @property
-    def varies(self) -> bool:  # declared machine-dependent (snippets/varying_outputs.toml)
-        return self.key in varying_patterns()
+    # A plot's: the [x, y] points of each scatter, and of each line, in the order they were drawn.
+    points = property(lambda self: self._plotted("points"))
+    curves = property(lambda self: self._plotted("lines"))
+    varies = property(lambda self: self.key in varying_patterns())  # declared in snippets/varying_outputs.toml
 
 
 def marks(markdown: str) -> list[re.Match]:

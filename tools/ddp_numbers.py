@@ -4,6 +4,7 @@ recorded runs (scripts/outputs/)."""
 
 import ast
 import re
+from collections import Counter
 
 from tools import BOOK, ROOT
 from tools.ddp_runs import RANK_LINE
@@ -67,20 +68,13 @@ def most_processes(script) -> int:
                 and "args.world_size" in map(ast.unparse, n.comparators[:-1]))
 
 
-def loss_lines(recording: str) -> dict[int, int]:
-    """{rank: how many loss lines it printed} in a recorded run."""
-    counts = {}
-    for line in (SCRIPT_OUTPUTS / recording).read_text().splitlines():
-        if (match := RANK_LINE.match(line)) and "Loss:" in line:
-            counts[int(match[1])] = counts.get(int(match[1]), 0) + 1
-    return counts
-
-
-def lines_per_rank(recording: str) -> int:
-    counts = loss_lines(recording)
+def loss_lines(recording: str) -> tuple[int, int]:
+    """(ranks, loss lines each printed) in a recorded run; ValueError if the ranks printed different numbers."""
+    counts = Counter(int(match[1]) for line in (SCRIPT_OUTPUTS / recording).read_text().splitlines()
+                     if (match := RANK_LINE.match(line)) and "Loss:" in line)
     if len(set(counts.values())) != 1:
         raise ValueError(f"scripts/outputs/{recording}: the ranks printed different numbers of loss lines: {counts}")
-    return next(iter(counts.values()))
+    return len(counts), next(iter(counts.values()))
 
 
 BOOK_SCRIPT, BOOK_TORCHRUN = BOOK / "DDP-script.py", BOOK / "DDP-script-torchrun.py"
@@ -99,12 +93,12 @@ NUMBERS = {  # name -> what it is, in an edition's words
     "book.examples_with_factor": lambda edition: examples(BOOK_SCRIPT) * factor_block(BOOK_SCRIPT)[2],
     "book.batch_size": lambda edition: batch_size(BOOK_SCRIPT),
     "book.epochs": lambda edition: ast.literal_eval(_assigned(_tree(BOOK_SCRIPT), "num_epochs")),
-    "book.lines_per_rank": lambda edition: lines_per_rank(BOOK_RUN),
+    "book.lines_per_rank": lambda edition: loss_lines(BOOK_RUN)[1],
     "book.factor_lines": lambda edition: _lines(BOOK_SCRIPT, edition),
     "book_torchrun.factor_lines": lambda edition: _lines(BOOK_TORCHRUN, edition),
-    "book.effective_batch": lambda edition: batch_size(BOOK_SCRIPT) * len(loss_lines(BOOK_RUN)),
+    "book.effective_batch": lambda edition: batch_size(BOOK_SCRIPT) * loss_lines(BOOK_RUN)[0],
     "ours.examples": lambda edition: examples(OURS) * factor(OURS),
-    "ours.lines_per_rank": lambda edition: lines_per_rank("DDP-script.txt"),
+    "ours.lines_per_rank": lambda edition: loss_lines("DDP-script.txt")[1],
     "ours.max_processes": lambda edition: most_processes(OURS),
 }
 

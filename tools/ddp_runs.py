@@ -1,7 +1,6 @@
 """The DDP scripts' recorded runs: what each is (SCRIPT_RUNS), the environment they run in, and what
 they print, rank by rank; the recorder, gpu_check, bench and the DDP tests read them here."""
 
-import contextlib
 import os
 import re
 import runpy
@@ -10,6 +9,7 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 
 from tools import ROOT
 from tools.page_runner import TIME_LIMIT, TimedOut, run
@@ -173,13 +173,12 @@ def run_script(name: str) -> str:
     return script_run.recorded(stdout, stderr)
 
 
-@contextlib.contextmanager
-def ctrl_c_kept():
-    """Loading a DDP script here sets this process's Ctrl-C to the system's default (the script's first lines):
-    put back what it was."""
+def load_script(script: Path) -> SimpleNamespace:
+    """A DDP script's functions and classes (its launcher runs only under __main__), with this process's Ctrl-C
+    put back: the script's first lines set it to the system's default."""
     handler = signal.getsignal(signal.SIGINT)
     try:
-        yield
+        return SimpleNamespace(**runpy.run_path(str(script)))
     finally:
         signal.signal(signal.SIGINT, handler)
 
@@ -189,11 +188,10 @@ def training_loader(script: Path = ROOT / "scripts" / "DDP-script.py"):
     needs a process group: one of one process, in memory, for the call."""
     import torch.distributed as dist
 
-    with ctrl_c_kept():
-        functions = runpy.run_path(str(script))  # its launcher runs only under __main__
+    prepare_dataset = load_script(script).prepare_dataset
     dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
     try:
-        return functions["prepare_dataset"]()[0]
+        return prepare_dataset()[0]
     finally:
         dist.destroy_process_group()
 
