@@ -3,10 +3,10 @@ repository's pages and outputs, it runs alone (`python -I`, in an empty folder) 
 the same as the site; a planted difference, a failing or hanging page, bad input and Ctrl-C each end it
 with one sentence and leave nothing behind; its report is what the recorder reads back. A GPU is faked."""
 
+import ast
 import importlib.util
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -18,11 +18,11 @@ import pytest
 import torch
 from bs4 import BeautifulSoup
 
-from tools import ROOT, checker, page_runner, pages, record, store
+from tools import ROOT, check_appendix_a, checker, page_runner, pages, record, store
 from tools.checker import NAME
 from tools.ddp_runs import SCRIPT_RUNS, run_key
 from tools.editions import EDITIONS, ENGLISH
-from tools.page_runner import process_group, survivors, tagged
+from tools.page_runner import process_group, run, survivors, tagged
 
 
 def run_checker(folder, *args, site=None, python=(sys.executable, "-I"), timeout=300, meanwhile=None):
@@ -53,33 +53,51 @@ def planted(**codes):
     return site
 
 
-def test_the_checker_carries_the_pages_downloads_and_their_recorded_outputs():
-    text = checker.generate()
-    carries = checker.embedded(text)
+def generated(folder):
+    """check-appendix-a.py as the build serves it, written to `folder` and imported."""
+    (folder / NAME).write_text(checker.generate())
+    spec = importlib.util.spec_from_file_location("check_appendix_a", folder / NAME)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_checker_carries_the_pages_downloads_and_their_recorded_outputs(tmp_path):
+    carried_site = generated(tmp_path).SITE
     recorded = json.loads(store.MANIFEST.read_text())
-    assert list(carries["SITE"]["pages"]) == checker.checked_pages()
+    assert list(carried_site["pages"]) == checker.checked_pages()
     # A.9.3's DDP program, whole, with its recorded run.
     for page, name in checker.WHOLE_PROGRAMS.items():
-        carried, script = carries["SITE"]["pages"].pop(page), ROOT / SCRIPT_RUNS[name].args[0]
+        carried, script = carried_site["pages"].pop(page), ROOT / SCRIPT_RUNS[name].args[0]
         assert (carried["id"], carried["script"], carried["code"]) == ("A.9.3", script.name, script.read_text())
         assert [(cell["key"], cell["output"]) for cell in carried["cells"]] == [
             (run_key(name), (store.SCRIPT_OUTPUTS / name).read_text())]
-    for page, carried in carries["SITE"]["pages"].items():
+    for page, carried in carried_site["pages"].items():
         assert carried["code"] == pages.download_text(page), f"{NAME} runs other code than {page}'s download"
         assert [cell["key"] for cell in carried["cells"]] == [cell.key for cell in pages.program(page)]
         for cell in carried["cells"]:
             stored = store.output_path(cell["key"], ".txt")
             expected = stored.read_text() if recorded["pages"][page][cell["key"]]["prints"] else ""
             assert cell["output"] == expected, f"{NAME} expects another output of {cell['key']} than is recorded"
-    assert carries["SITE"]["recorded"] == {**recorded["environment"], "device": ENGLISH.device(recorded["environment"])}
+    assert carried_site["recorded"] == {**recorded["environment"], "device": ENGLISH.device(recorded["environment"])}
     whole = {run_key(name) for name in checker.WHOLE_PROGRAMS.values()}
-    assert carries["SITE"]["varying"] == {key: {"reason": spec["reason"], "lines": spec["lines"]} for key, spec
+    assert carried_site["varying"] == {key: {"reason": spec["reason"], "lines": spec["lines"]} for key, spec
                                           in store.varying_patterns().items()
                                           if not key.startswith("scripts:") or key in whole}
-    # The recorder's own runner and comparison, embedded whole, not written twice.
-    assert carries["RUNNER"] == checker.PAGE_RUNNER.read_text()
+    # One file of the recorder's own runner and comparison (not written twice) and the checker: every function
+    # and class of each as it is there; no name defined twice or undefined.
+    text = (tmp_path / NAME).read_text()
+    for module in (page_runner, check_appendix_a):
+        source = Path(module.__file__).read_text()
+        for node in ast.parse(source).body:
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+                assert ast.get_source_segment(source, node) in text, f"{NAME} lacks {module.__name__}.{node.name}"
+    status, stdout, _ = run([sys.executable, "-m", "ruff", "check", "--isolated", "--select", "F", NAME], 60,
+                            cwd=tmp_path)
+    assert status == 0, stdout
     # What the reader reads of it (all but the data) fits 80 characters a line.
-    code = re.sub(r"^SITE = .*?^RUNNER = ", "", text, flags=re.S | re.M).splitlines()
+    [data] = [n for n in ast.parse(text).body if isinstance(n, ast.Assign) and ast.unparse(n.targets[0]) == "SITE"]
+    code = text.splitlines()[:data.lineno - 1] + text.splitlines()[data.end_lineno:]
     assert max(len(line) for line in code) <= 80, max(code, key=len)
 
 
@@ -219,18 +237,15 @@ ON_GPU = {  # what the device code prints on a CUDA GPU
 
 
 def imported(tmp_path, monkeypatch, device, gpu, fake_runs=True):
-    """The generated checker as a module, told that this machine has `device` (`gpu`); its page runs faked
-    (fake_runs): the recorded outputs on the CPU, ON_GPU's on the device."""
-    (tmp_path / NAME).write_text(checker.generate())
-    spec = importlib.util.spec_from_file_location("check_appendix_a", tmp_path / NAME)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    """The generated checker as a module, told that this machine has a `device` GPU (`gpu`: CUDA's); its page runs
+    faked (fake_runs): the recorded outputs on the CPU, ON_GPU's on the device."""
+    module, facts = generated(tmp_path), page_runner.describe_machine()
     monkeypatch.setattr(signal, "signal", lambda *args: None)  # pytest keeps its own handlers
-    machine = {"torch": "2.13.0+cu128 (CUDA 12.8 build)", "CUDA": f"1 GPU: {gpu}"}
-    monkeypatch.setattr(module, "describe_machine", lambda torch: (machine, device, gpu))
+    gpus = {"gpus": [gpu], "gpu": gpu, "cuda": "12.8", "build": "CUDA 12.8"} if device == "cuda" else {"mps": True}
+    monkeypatch.setattr(module, "describe_machine", lambda: {**facts, **gpus})
     module.calls = []
 
-    def run_page(name, timeout, on_device, skip, hide_mps=False):
+    def run_download(name, timeout, on_device, skip, hide_mps=False):
         module.calls.append((name, on_device, hide_mps))
         outputs = [ON_GPU.get(c["key"], c["output"]) if on_device else c["output"]
                    for c in module.SITE["pages"][name]["cells"]]
@@ -239,7 +254,7 @@ def imported(tmp_path, monkeypatch, device, gpu, fake_runs=True):
         return {"status": "ran", "seconds": 0.1, "outputs": outputs, "environment": environment}
 
     if fake_runs:
-        monkeypatch.setattr(module, "run_page", run_page)
+        monkeypatch.setattr(module, "run_download", run_download)
     return module
 
 

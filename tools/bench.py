@@ -20,7 +20,6 @@ import json
 import logging
 import math
 import os
-import platform
 import re
 import shutil
 import statistics
@@ -222,20 +221,6 @@ def measure_tests():
     return {"seconds": time.perf_counter() - start, "summary": summary, "passed": status == 0}
 
 
-def machine():
-    """What the figures were measured on; tools/words.toml words it in each language."""
-    import torch
-
-    cpu = platform.processor() or platform.machine()
-    cpuinfo = Path("/proc/cpuinfo")  # Linux names the model there; platform does not
-    if cpuinfo.exists() and (model := re.search(r"^model name\s*:\s*(.+)$", cpuinfo.read_text(), re.M)):
-        cpu = model[1].strip()
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return {"system": f"{platform.system()} {platform.machine()}", "cpu": cpu, "cores": cores,
-            "gpu": torch.cuda.get_device_name() if torch.cuda.is_available() else None,
-            "python": platform.python_version(), "torch": torch.__version__}
-
-
 def label(entry, note="", language="en", readme=False):
     """When and on what machine; README names the command too (a page names none of our tools)."""
     words = EDITIONS[language].words
@@ -374,7 +359,9 @@ def main(argv=None):
     results = json.loads(source.read_text())  # the sections not measured now keep their figures
     logging.getLogger("mkdocs").addHandler(logging.NullHandler())  # in-process builds: keep the output readable
     status, commit, _ = page_runner.run(["git", "rev-parse", "--short", "HEAD"], 60, cwd=ROOT)
-    about = {"command": command, "date": datetime.date.today().isoformat(), "machine": machine(),
+    facts = page_runner.describe_machine()  # what the figures were measured on, as tools/words.toml words it
+    about = {"command": command, "date": datetime.date.today().isoformat(),
+             "machine": {key: facts[key] for key in ("system", "cpu", "cores", "gpu", "python", "torch")},
              **({"commit": commit.strip()} if status == 0 else {})}  # what the counts counted
     with tempfile.TemporaryDirectory(prefix="bench-") as work:
         work = Path(work)
