@@ -119,6 +119,10 @@ def test_this_machine_prints_what_the_site_shows_and_the_report_is_read_back(tmp
     assert list(data["pages"]) == checked
     assert data["machine"]["torch"].startswith(f"{torch.__version__} (")
     assert "| Gloo | available |" in text and "exercise_solutions:a4_matmul_timing line 1: " in text
+    # What `make checker-versions` keeps of it.
+    entry = checker.versions_entry(data, versions := checker.page_versions())
+    assert (entry["torch"], entry["python"]) == (torch.__version__, sys.version.split()[0])
+    assert entry["machine"]["gpu"] is None and {page: v["version"] for page, v in entry["pages"].items()} == versions
     (tmp_path / "cut.md").write_text(text[:len(text) // 2])
     with pytest.raises(store.RecordingError, match="not a report of check-appendix-a.py"):
         store.read_report(tmp_path / "cut.md")

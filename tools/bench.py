@@ -245,9 +245,8 @@ def version(section, root=ROOT):
 
 def earlier(results, section):
     """What `section`'s figures measured, in words, if it has changed since (or they do not say its version)."""
-    if section in MEASURES and results[section].get("version") != version(section):
-        return f"measures_{section}"
-    return None
+    changed = section in MEASURES and results[section].get("version") != version(section)
+    return f"measures_{section}" if changed else None
 
 
 def ratio(value, baseline):

@@ -369,12 +369,10 @@ def main(argv=None):
                        ", or see https://pytorch.org/get-started/locally/) "
                        "and run this again.", 1)
         machine = machine_lines(facts)
-        device = "cuda" if facts["gpus"] else "mps" if facts["mps"] else "cpu"
-        gpu = facts["gpu"] or ("Apple silicon GPU" if facts["mps"] else None)
         print(f"{NAME}: does this machine print what the site shows?",
               *(f"  {label:7} {text}" for label, text in machine.items()),
               f"  The site: {recorded_with()}.\n", sep="\n", flush=True)
-        data = check(args, machine, device, gpu)
+        data = check(args, facts, machine)
         if args.report:
             write_files({args.report: report_text(data)})
             print(f"The report is in {args.report}.")
@@ -385,8 +383,10 @@ def main(argv=None):
     return 0 if data["summary"].startswith("All the same") else 1
 
 
-def check(args, machine, device, gpu):
+def check(args, facts, machine):
     """The pages on the CPU, --jobs at a time, then on the GPU one at a time."""
+    device = "cuda" if facts["gpus"] else "mps" if facts["mps"] else "cpu"
+    gpu = facts["gpu"] or ("Apple silicon GPU" if facts["mps"] else None)
     names = [n for n in SITE["pages"] if not args.page or n in args.page]
     start, skips = time.perf_counter(), not_runnable(names)
     on_gpu = [name for name in names if name in SITE["device_pages"]]
@@ -409,8 +409,7 @@ def check(args, machine, device, gpu):
             "date": time.strftime("%Y-%m-%d"),
             "command": " ".join(["python", NAME, *sys.argv[1:]]),
             "machine": machine, "recorded": SITE["recorded"],
-            "environment": next((r["environment"] for r in cpu_runs.values()
-                                 if r.get("environment")), None),
+            "environment": facts,
             "pages": verdicts, "device": None,
             "summary": summary_line(verdicts)}
     if device != "cpu" and on_gpu:

@@ -150,24 +150,26 @@ def run_checker(python: str, jobs: int, site: dict) -> dict:
         return store.read_report(report)
 
 
+def versions_entry(data: dict, versions: dict[str, str]) -> dict:
+    """What measured/checker.json keeps of a report's `data`, with the `versions` of the pages it checked."""
+    facts = data["environment"]  # what the checker found this machine to be
+    return {"command": "make checker-versions", "date": data["date"], **{k: facts[k] for k in ("torch", "python")},
+            "machine": {"system": facts["system"], "cores": facts["cores"], "gpu": ", ".join(facts["gpus"]) or None},
+            "seconds": data["seconds"], "checker": data["checker"], "summary": data["summary"],
+            "pages": {page: {"id": pages.title(page).split(" ")[0], "status": v["status"],
+                             **{k: v[k] for k in ("key", "error") if k in v}, "seconds": v.get("seconds"),
+                             "version": versions[page]}
+                      for page, v in data["pages"].items()}}
+
+
 def record_versions(pythons: list[str], jobs: int = 2) -> dict:
     """Run the checker with each Python; add what it found, and which version of each page, to
     measured/checker.json."""
     results = json.loads(VERSIONS.read_text()) if VERSIONS.exists() else {}
     versions = page_versions(site := site_data())
     for python in pythons:
-        data = run_checker(python, jobs, site)
-        machine, environment, torch = data["machine"], data["environment"], data["machine"]["torch"].split()[0]
-        results[torch] = {
-            "command": "make checker-versions", "date": data["date"], "torch": torch,
-            "python": machine["Python"].split()[0],
-            "machine": {"system": environment["machine"], "cores": environment["cores"],
-                        "gpu": None if "not available" in machine["CUDA"] else machine["CUDA"]},
-            "seconds": data["seconds"], "checker": data["checker"], "summary": data["summary"],
-            "pages": {page: {"id": pages.title(page).split(" ")[0], "status": v["status"],
-                             **{k: v[k] for k in ("key", "error") if k in v}, "seconds": v.get("seconds"),
-                             "version": versions[page]}
-                      for page, v in data["pages"].items()}}
+        entry = versions_entry(run_checker(python, jobs, site), versions)
+        results[entry["torch"]] = entry
     write_files({VERSIONS: json.dumps(results, indent=1, ensure_ascii=False) + "\n"})
     return results
 

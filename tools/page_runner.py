@@ -105,13 +105,10 @@ def tagged(tag):
         import psutil
     except ImportError:
         return {}
-    found = {}
-    for process in psutil.process_iter(["environ", "cmdline", "status"]):
-        info = process.info
-        if tag in (info["environ"] or {}).get(TAG, "").split() \
-                and info["status"] != psutil.STATUS_ZOMBIE:
-            found[process.pid] = " ".join(info["cmdline"] or [])
-    return found
+    return {process.pid: " ".join(process.info["cmdline"] or [])
+            for process in psutil.process_iter(["environ", "cmdline", "status"])
+            if tag in (process.info["environ"] or {}).get(TAG, "").split()
+            and process.info["status"] != psutil.STATUS_ZOMBIE}
 
 
 def survivors(tag, settle=0.0):
@@ -238,10 +235,9 @@ def run_blocks(script, result, *flags):
                      if figures and "--plots" in flags else None)
         if pyplot:
             pyplot.close("all")
-    facts = describe_machine()
-    environment = {key: facts[key] for key in ("torch", "python", "cores",
-                                               "mps", "gpu")}
-    environment["machine"] = facts["system"]
+    facts = describe_machine()  # the recordings' part of it
+    environment = {"machine": facts["system"], **{key: facts[key] for key in (
+        "torch", "python", "cores", "mps", "gpu")}}
     with open(result, "w", encoding="utf-8") as file:  # part 0: the docstring
         json.dump({"outputs": outputs[1:], "plots": plots[1:],
                    "environment": environment}, file)
@@ -285,12 +281,9 @@ def describe_machine():
     cuda, distributed = torch.cuda.is_available(), dist.is_available()
     gpus = [torch.cuda.get_device_name(index)
             for index in range(torch.cuda.device_count() if cuda else 0)]
-    nccl = distributed and dist.is_nccl_available()
-    if nccl:  # its version, where this build can say it
-        try:
-            nccl = ".".join(map(str, torch.cuda.nccl.version()))
-        except Exception:
-            nccl = "version unknown"
+    nccl = distributed and dist.is_nccl_available() and "version unknown"
+    with contextlib.suppress(Exception):  # where this build can say it
+        nccl = nccl and ".".join(map(str, torch.cuda.nccl.version()))
     cpu = platform.processor() or platform.machine()
     with contextlib.suppress(OSError, TypeError):  # Linux names the model
         with open("/proc/cpuinfo", encoding="utf-8") as file:
