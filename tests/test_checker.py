@@ -128,34 +128,35 @@ def test_this_machine_prints_what_the_site_shows_and_the_report_is_read_back(tmp
         store.read_report(tmp_path / "cut.md")
 
 
-def test_a_planted_difference_and_a_failing_page_are_reported(tmp_path):
-    site = planted(A1='"""A page that fails."""\n\n# %%\nprint("hello")\n\n# %%\nraise ValueError("planted")\n')
+def test_a_planted_difference_and_failing_pages_are_reported(tmp_path):
+    """A.1 fails in a block, A.3 prints other than the site shows, A.9.3's program (run whole) exits with 3."""
+    site = planted(A1='"""A page that fails."""\n\n# %%\nprint("hello")\n\n# %%\nraise ValueError("planted")\n',
+                   A93="raise SystemExit(3)\n")
     cell = next(cell for cell in site["pages"]["a3-computation-graphs.md"]["cells"] if cell["output"])
     cell["output"] = cell["output"].replace("0", "1", 1)
-    result = run_checker(tmp_path, "--page", "A.3", "--page", "A.1", "--jobs", "2", "--report", "r.md", site=site)
+    result = run_checker(tmp_path, "--page", "A.3", "--page", "A.1", "--page", "ddp-inside.py", "--jobs", "2",
+                         "--report", "r.md", site=site)
     assert result.returncode == 1, result.stdout + result.stderr
     lines = result.stdout.splitlines()
     assert "FAILED     A.1 What is PyTorch?: block 2 of its code raised ValueError: planted." in lines
     assert (f"DIFFERENT  A.3 Seeing models as computation graphs: differs from the site in {cell['key']}"
             in result.stdout)
     assert f"    --- recorded {cell['key']}" in lines and any(line.startswith("    -") for line in lines)
-    assert lines[-2] == "2 of 2 pages did not print what the site shows: A.1, A.3."
+    assert "FAILED     A.9.3 Training with multiple GPUs: its Python exited with status 3" in result.stdout
+    assert lines[-2] == "3 of 3 pages did not print what the site shows: A.1, A.3, A.9.3."
     # The report has the whole of the diff and what the failing page wrote.
     text = (tmp_path / "r.md").read_text()
     diff = store.read_report(tmp_path / "r.md")["pages"]["a3-computation-graphs.md"]["diff"]
     assert "".join(f"    {line}\n" for line in diff.splitlines()) in text and '    raise ValueError("planted")' in text
 
 
-def test_a_whole_program_runs_as_a_script_and_a_difference_or_a_failure_is_reported(tmp_path):
+def test_a_whole_program_runs_as_a_script_and_a_difference_is_reported(tmp_path):
     """A.9.3's program is run whole (`python ddp-inside.py`, its __main__ block too), not block by block."""
-    site = planted(**{"A93": 'if __name__ == "__main__":\n    print("DDP: 3 processes")\n'})
-    result = run_checker(tmp_path / "differs", "--page", "A.9.3", site=site, timeout=60)
+    site = planted(A93='if __name__ == "__main__":\n    print("DDP: 3 processes")\n')
+    result = run_checker(tmp_path, "--page", "A.9.3", site=site, timeout=60)
     assert result.returncode == 1, result.stdout + result.stderr
     assert "DIFFERENT  A.9.3 Training with multiple GPUs: differs from the site in scripts:ddp-inside" in result.stdout
     assert "    -DDP: 2 processes, gloo" in result.stdout.splitlines()  # the start of the diff
-    result = run_checker(tmp_path / "fails", "--page", "ddp-inside.py", site=planted(A93="raise SystemExit(3)\n"),
-                         timeout=60)
-    assert "FAILED     A.9.3 Training with multiple GPUs: its Python exited with status 3" in result.stdout
 
 
 def test_a_page_that_hangs_is_stopped_at_its_timeout(tmp_path):

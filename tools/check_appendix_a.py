@@ -20,7 +20,7 @@ leaves no file or process behind.
 
 import argparse
 import contextlib
-import importlib
+import importlib.util
 import json
 import os
 import re
@@ -43,6 +43,7 @@ from tools.page_runner import (
 )
 
 NAME = "check-appendix-a.py"
+MISSING = "--missing"  # not_runnable's child: which of these packages lack?
 SITE = {}  # the pages, their code and what the site shows under each block
 
 DIFF_LINES = 16  # of the first difference on the screen (the report: all)
@@ -81,10 +82,8 @@ def page_name(text):
 def not_runnable(names):
     """{page: {block's index: the packages it imports that a page's run
     (python -I) cannot import}}: those blocks are not run."""
-    probe = ("import importlib.util, sys\nprint(*(p for p in sys.argv[1:]"
-             " if not importlib.util.find_spec(p)))")
-    missing = run([sys.executable, "-I", "-c", probe,
-                          *SITE["packages"]], 60)[1].split()
+    missing = run([sys.executable, "-I", __file__, MISSING,
+                   *SITE["packages"]], 60)[1].split()
     return {name: {index: needs for index, cell
                    in enumerate(SITE["pages"][name]["cells"])
                    if (needs := [p for p in cell["needs"] if p in missing])}
@@ -434,6 +433,8 @@ def check(args, facts, machine):
 
 if __name__ == "__main__" and sys.argv[1:2] == [RUN_BLOCKS]:  # run_page's
     run_blocks(*sys.argv[2:])
+elif __name__ == "__main__" and sys.argv[1:2] == [MISSING]:  # not_runnable's
+    print(*(p for p in sys.argv[2:] if not importlib.util.find_spec(p)))
 elif __name__ == "__main__":
     if hasattr(sys.stdout, "reconfigure"):  # a console that lacks a character
         sys.stdout.reconfigure(errors="replace")

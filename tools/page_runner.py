@@ -122,10 +122,9 @@ def survivors(tag, settle=0.0):
 def run(command, timeout, **popen):
     """(exit status, stdout, stderr) of `command` in a process group of its
     own; TimedOut after `timeout` seconds, with the group ended."""
-    streams = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE,
-               "stdin": subprocess.DEVNULL, **popen}
-    with process_group(command, text=True, errors="replace",
-                       **streams) as child:
+    with process_group(command, text=True, errors="replace", **{
+            "stdout": subprocess.PIPE, "stderr": subprocess.PIPE,
+            "stdin": subprocess.DEVNULL, **popen}) as child:
         try:
             stdout, stderr = child.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
