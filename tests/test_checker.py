@@ -63,27 +63,26 @@ def generated(folder):
 
 
 def test_the_checker_carries_the_pages_downloads_and_their_recorded_outputs(tmp_path):
-    carried_site = generated(tmp_path).SITE
+    site = generated(tmp_path).SITE
     recorded = json.loads(store.MANIFEST.read_text())
-    assert list(carried_site["pages"]) == checker.checked_pages()
+    assert list(site["pages"]) == checker.checked_pages()
     # A.9.3's DDP program, whole, with its recorded run.
     for page, name in checker.WHOLE_PROGRAMS.items():
-        carried, script = carried_site["pages"].pop(page), ROOT / SCRIPT_RUNS[name].args[0]
+        carried, script = site["pages"].pop(page), ROOT / SCRIPT_RUNS[name].args[0]
         assert (carried["id"], carried["script"], carried["code"]) == ("A.9.3", script.name, script.read_text())
         assert [(cell["key"], cell["output"]) for cell in carried["cells"]] == [
             (run_key(name), (store.SCRIPT_OUTPUTS / name).read_text())]
-    for page, carried in carried_site["pages"].items():
+    for page, carried in site["pages"].items():
         assert carried["code"] == pages.download_text(page), f"{NAME} runs other code than {page}'s download"
         assert [cell["key"] for cell in carried["cells"]] == [cell.key for cell in pages.program(page)]
         for cell in carried["cells"]:
             stored = store.output_path(cell["key"], ".txt")
             expected = stored.read_text() if recorded["pages"][page][cell["key"]]["prints"] else ""
             assert cell["output"] == expected, f"{NAME} expects another output of {cell['key']} than is recorded"
-    assert carried_site["recorded"] == {**recorded["environment"], "device": ENGLISH.device(recorded["environment"])}
+    assert site["recorded"] == {**recorded["environment"], "device": ENGLISH.device(recorded["environment"])}
     whole = {run_key(name) for name in checker.WHOLE_PROGRAMS.values()}
-    assert carried_site["varying"] == {key: {"reason": spec["reason"], "lines": spec["lines"]} for key, spec
-                                          in store.varying_patterns().items()
-                                          if not key.startswith("scripts:") or key in whole}
+    assert site["varying"] == {key: {"reason": spec["reason"], "lines": spec["lines"]} for key, spec
+                               in store.varying_patterns().items() if not key.startswith("scripts:") or key in whole}
     # One file of the recorder's own runner and comparison (not written twice) and the checker: every function
     # and class of each as it is there; no name defined twice or undefined.
     text = (tmp_path / NAME).read_text()

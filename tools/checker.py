@@ -3,12 +3,12 @@
     python -m tools.checker                      # write check-appendix-a.py here
     python -m tools.checker versions [PYTHON...]  # make checker-versions
 
-The reader's program is tools/check_appendix_a.py, which imports tools/page_runner.py: the build (tools/hooks/
-render_pages.py) serves the two as one file, the runner's code first, with the site embedded: every chapter page's
-download, what each block printed when recorded, A.9.3's DDP program (run whole) and its recorded run, the declared
-machine-dependent lines. So it runs and judges the pages exactly as the recorder and the tests do, and needs nothing
-but torch. `versions` runs it with each given Python and adds what it found, with the version of each page it
-checked, to measured/checker.json, which the setup pages render (VERSIONS_MARK).
+The reader's program is tools/check_appendix_a.py, which imports tools/page_runner.py; the build serves the two
+(tools/hooks/render_pages.py) as one file, the runner's code first, with the site's data in place of an empty SITE:
+every chapter page's download, what each block printed when recorded, A.9.3's DDP program (run whole) and its
+recorded run, the declared machine-dependent lines. So it runs and judges the pages exactly as the recorder and the
+tests do, and needs nothing but torch. `versions` runs it with each given Python and adds what it found, with
+the version of each page it checked, to measured/checker.json, which the setup pages render (VERSIONS_MARK).
 """
 
 import ast

@@ -1,14 +1,13 @@
 """Run a page's program alone, compare what it prints, say what the machine is.
 
-The site records its outputs with this file, checks them with it, and
-check-appendix-a.py carries its code (tools/checker.py puts it there): it
-needs only the standard library (psutil, where it is installed, finds what
-a process group left behind), in lines of 80 characters at most. Run as
-`python -I FILE --run-blocks SCRIPT RESULT [--plots] [--hide-mps]` (FILE:
-this file, or the checker that carries it), it runs SCRIPT, a page's
-download, block by block (`# %%`) in a real __main__ module, so that
-pickling a class defined in a block works as in a script, and writes what
-each block printed (and drew) to RESULT.
+The site records and checks its outputs with this file; check-appendix-a.py
+carries its code (tools/checker.py puts it there), so it needs only the
+standard library (psutil, where installed, finds what a process group left
+behind), in lines of 80 characters at most. `python -I FILE --run-blocks
+SCRIPT RESULT [--plots] [--hide-mps]` (FILE: this file or the checker) runs
+SCRIPT, a page's download, block by block (`# %%`) in a real __main__
+module, so that pickling a class defined in a block works as in a script,
+and writes what each block printed (and drew) to RESULT.
 """
 
 import concurrent.futures
