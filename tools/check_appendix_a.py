@@ -43,7 +43,7 @@ from tools.page_runner import (
 )
 
 NAME = "check-appendix-a.py"
-MISSING = "--missing"  # not_runnable's child: which of these packages lack?
+MISSING = "--missing"  # not_runnable's child: which packages a page's run lacks
 SITE = {}  # the pages, their code and what the site shows under each block
 
 DIFF_LINES = 16  # of the first difference on the screen (the report: all)
@@ -122,13 +122,13 @@ def interrupted(signum, frame):
     raise Stop(signum)
 
 
-def compare_page(name, run, skip):
+def compare_page(name, ran, skip):
     """The run against the site: "same", "machine" (only machine-dependent
     lines differ: listed) or "different" (the first diff); skip: not run."""
     cells = SITE["pages"][name]["cells"]
     verdict = {"status": "same", "lines": [], "skipped": {
         cells[index]["key"]: needs for index, needs in skip.items()}}
-    for index, (cell, fresh) in enumerate(zip(cells, run["outputs"])):
+    for index, (cell, fresh) in enumerate(zip(cells, ran["outputs"])):
         recorded, key = cell["output"], cell["key"]
         if fresh == recorded or index in skip:
             continue
@@ -230,14 +230,14 @@ def page_lines(name, verdict, whole=False, where=""):
     return out[:1] + [f"    {line}" for line in out[1:] + diff]
 
 
-def device_lines(name, run, device, cpu_run=None):
+def device_lines(name, ran, device, cpu_run=None):
     """A page's line on the GPU, then what its blocks printed there that
     differs from cpu_run; for the report (no cpu_run), all they printed."""
-    if run["status"] != "ran":
-        return page_lines(name, run, cpu_run is None, f" on {device}")
-    out = [f"on {device:6} {SITE['pages'][name]['title']}: {run['verdict']}"]
-    on_cpu = cpu_run.get("outputs") if cpu_run else [""] * len(run["cells"])
-    for index, cell in enumerate(run["cells"]):  # the report: all that printed
+    if ran["status"] != "ran":
+        return page_lines(name, ran, cpu_run is None, f" on {device}")
+    out = [f"on {device:6} {SITE['pages'][name]['title']}: {ran['verdict']}"]
+    on_cpu = cpu_run.get("outputs") if cpu_run else [""] * len(ran["cells"])
+    for index, cell in enumerate(ran["cells"]):  # the report: all that printed
         if on_cpu is None or cell["output"] != on_cpu[index]:
             out.append(f"  {cell['key']} on {device}:")
             out += [f"    {line}" for line in cell["output"].splitlines()]
@@ -275,7 +275,7 @@ def summary_line(verdicts):
 
 def fenced(lines):
     text = "\n".join(lines)
-    ticks = "`" * max([3, *(len(run) + 1 for run in re.findall("`+", text))])
+    ticks = "`" * max([3, *(len(rule) + 1 for rule in re.findall("`+", text))])
     return f"{ticks}text\n{text}\n{ticks}\n"
 
 
@@ -301,8 +301,8 @@ def report_text(data):
                 f"The pages with device code ran again on {device['device']}; "
                 "what each block printed there is below, and in the data at "
                 "the end, for the site's GPU recordings.\n",
-                fenced(line for name, run in device["pages"].items()
-                       for line in device_lines(name, run, device["device"]))]
+                fenced(line for name, ran in device["pages"].items()
+                       for line in device_lines(name, ran, device["device"]))]
     payload = json.dumps(data, indent=1, ensure_ascii=False)
     out += ["<!-- check-appendix-a report data: what the site records from it",
             payload.replace(">", "\\u003e"), "-->", ""]
