@@ -86,11 +86,10 @@ def test_the_checker_carries_the_pages_downloads_and_their_recorded_outputs(tmp_
     # One file of the recorder's own runner and comparison (not written twice) and the checker: every function
     # and class of each as it is there; no name defined twice or undefined.
     text = (tmp_path / NAME).read_text()
-    for module in (page_runner, check_appendix_a):
-        source = Path(module.__file__).read_text()
-        for node in ast.parse(source).body:
-            if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
-                assert ast.get_source_segment(source, node) in text, f"{NAME} lacks {module.__name__}.{node.name}"
+    def definitions(source):  # each function and class, as written
+        return [ast.get_source_segment(source, n) for n in ast.parse(source).body if hasattr(n, "decorator_list")]
+    assert definitions(text) == [code for module in (page_runner, check_appendix_a)
+                                 for code in definitions(Path(module.__file__).read_text())]
     status, stdout, _ = run([sys.executable, "-m", "ruff", "check", "--isolated", "--select", "F", NAME], 60,
                             cwd=tmp_path)
     assert status == 0, stdout
@@ -149,19 +148,15 @@ def test_a_planted_difference_and_failing_pages_are_reported(tmp_path):
     assert "".join(f"    {line}\n" for line in diff.splitlines()) in text and '    raise ValueError("planted")' in text
 
 
-def test_a_whole_program_runs_as_a_script_and_a_difference_is_reported(tmp_path):
-    """A.9.3's program is run whole (`python ddp-inside.py`, its __main__ block too), not block by block."""
-    site = planted(A93='if __name__ == "__main__":\n    print("DDP: 3 processes")\n')
-    result = run_checker(tmp_path, "--page", "A.9.3", site=site, timeout=60)
+def test_a_page_that_hangs_is_stopped_and_a_whole_program_runs_as_a_script(tmp_path):
+    """A.1 hangs past --timeout; A.9.3's program is run whole (`python ddp-inside.py`, its __main__ block too), not
+    block by block, and prints other than the site shows."""
+    site = planted(A1=HANGS, A93='if __name__ == "__main__":\n    print("DDP: 3 processes")\n')
+    result = run_checker(tmp_path, "--page", "a1", "--page", "A.9.3", "--timeout", "2", site=site, timeout=60)
     assert result.returncode == 1, result.stdout + result.stderr
+    assert "FAILED     A.1 What is PyTorch?: still running after 2 s, so it was stopped" in result.stdout
     assert "DIFFERENT  A.9.3 Training with multiple GPUs: differs from the site in scripts:ddp-inside" in result.stdout
     assert "    -DDP: 2 processes, gloo" in result.stdout.splitlines()  # the start of the diff
-
-
-def test_a_page_that_hangs_is_stopped_at_its_timeout(tmp_path):
-    result = run_checker(tmp_path, "--page", "a1", "--timeout", "2", site=planted(A1=HANGS), timeout=60)
-    assert result.returncode == 1
-    assert "FAILED     A.1 What is PyTorch?: still running after 2 s, so it was stopped" in result.stdout
 
 
 def python_without(folder, hidden):
@@ -273,6 +268,7 @@ def test_on_a_cuda_gpu_the_device_code_runs_there_and_its_report_is_recorded(mon
     assert "  a9_gpu_training:pick_device on cuda:\n    cuda\n" in stdout and "a4_matmul_timing on cuda:\n" in stdout
     text = report.read_text()
     assert "## On cuda: NVIDIA H200" in text and "  a9_gpu_training:pick_device on cuda:\n    cuda\n" in text
+    assert "| torch | " in text and " (CUDA 12.8 build) |\n" in text and "| CUDA | 1 GPU: NVIDIA H200 |\n" in text
     recording = record.record_report(report)
     # What make gpu-check records: the machine-dependent outputs of the pages with device code.
     varying = store.varying_patterns()
