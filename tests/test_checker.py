@@ -3,10 +3,10 @@ repository's pages and outputs, it runs alone (`python -I`, in an empty folder) 
 the same as the site; a planted difference, a failing or hanging page, bad input and Ctrl-C each end it
 with one sentence and leave nothing behind; its report is what the recorder reads back. A GPU is faked."""
 
+import ast
 import importlib.util
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -18,11 +18,11 @@ import pytest
 import torch
 from bs4 import BeautifulSoup
 
-from tools import ROOT, checker, page_runner, pages, record, store
+from tools import ROOT, check_appendix_a, checker, page_runner, pages, record, store
 from tools.checker import NAME
 from tools.ddp_runs import SCRIPT_RUNS, run_key
 from tools.editions import EDITIONS, ENGLISH
-from tools.page_runner import process_group, survivors, tagged
+from tools.page_runner import process_group, run, survivors, tagged
 
 
 def run_checker(folder, *args, site=None, python=(sys.executable, "-I"), timeout=300, meanwhile=None):
@@ -53,33 +53,49 @@ def planted(**codes):
     return site
 
 
-def test_the_checker_carries_the_pages_downloads_and_their_recorded_outputs():
-    text = checker.generate()
-    carries = checker.embedded(text)
+def generated(folder):
+    """check-appendix-a.py as the build serves it, written to `folder` and imported."""
+    (folder / NAME).write_text(checker.generate())
+    spec = importlib.util.spec_from_file_location("check_appendix_a", folder / NAME)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_checker_carries_the_pages_downloads_and_their_recorded_outputs(tmp_path):
+    site = generated(tmp_path).SITE
     recorded = json.loads(store.MANIFEST.read_text())
-    assert list(carries["SITE"]["pages"]) == checker.checked_pages()
+    assert list(site["pages"]) == checker.checked_pages()
     # A.9.3's DDP program, whole, with its recorded run.
     for page, name in checker.WHOLE_PROGRAMS.items():
-        carried, script = carries["SITE"]["pages"].pop(page), ROOT / SCRIPT_RUNS[name].args[0]
+        carried, script = site["pages"].pop(page), ROOT / SCRIPT_RUNS[name].args[0]
         assert (carried["id"], carried["script"], carried["code"]) == ("A.9.3", script.name, script.read_text())
         assert [(cell["key"], cell["output"]) for cell in carried["cells"]] == [
             (run_key(name), (store.SCRIPT_OUTPUTS / name).read_text())]
-    for page, carried in carries["SITE"]["pages"].items():
+    for page, carried in site["pages"].items():
         assert carried["code"] == pages.download_text(page), f"{NAME} runs other code than {page}'s download"
         assert [cell["key"] for cell in carried["cells"]] == [cell.key for cell in pages.program(page)]
         for cell in carried["cells"]:
             stored = store.output_path(cell["key"], ".txt")
             expected = stored.read_text() if recorded["pages"][page][cell["key"]]["prints"] else ""
             assert cell["output"] == expected, f"{NAME} expects another output of {cell['key']} than is recorded"
-    assert carries["SITE"]["recorded"] == {**recorded["environment"], "device": ENGLISH.device(recorded["environment"])}
+    assert site["recorded"] == {**recorded["environment"], "device": ENGLISH.device(recorded["environment"])}
     whole = {run_key(name) for name in checker.WHOLE_PROGRAMS.values()}
-    assert carries["SITE"]["varying"] == {key: {"reason": spec["reason"], "lines": spec["lines"]} for key, spec
-                                          in store.varying_patterns().items()
-                                          if not key.startswith("scripts:") or key in whole}
-    # The recorder's own runner and comparison, embedded whole, not written twice.
-    assert carries["RUNNER"] == checker.PAGE_RUNNER.read_text()
+    assert site["varying"] == {key: {"reason": spec["reason"], "lines": spec["lines"]} for key, spec
+                               in store.varying_patterns().items() if not key.startswith("scripts:") or key in whole}
+    # One file of the recorder's own runner and comparison (not written twice) and the checker: every function
+    # and class of each as it is there; no name defined twice or undefined.
+    text = (tmp_path / NAME).read_text()
+    def definitions(source):  # each function and class, as written
+        return [ast.get_source_segment(source, n) for n in ast.parse(source).body if hasattr(n, "decorator_list")]
+    assert definitions(text) == [code for module in (page_runner, check_appendix_a)
+                                 for code in definitions(Path(module.__file__).read_text())]
+    status, stdout, _ = run([sys.executable, "-m", "ruff", "check", "--isolated", "--select", "F", NAME], 60,
+                            cwd=tmp_path)
+    assert status == 0, stdout
     # What the reader reads of it (all but the data) fits 80 characters a line.
-    code = re.sub(r"^SITE = .*?^RUNNER = ", "", text, flags=re.S | re.M).splitlines()
+    [data] = [n for n in ast.parse(text).body if isinstance(n, ast.Assign) and ast.unparse(n.targets[0]) == "SITE"]
+    code = text.splitlines()[:data.lineno - 1] + text.splitlines()[data.end_lineno:]
     assert max(len(line) for line in code) <= 80, max(code, key=len)
 
 
@@ -101,45 +117,46 @@ def test_this_machine_prints_what_the_site_shows_and_the_report_is_read_back(tmp
     assert list(data["pages"]) == checked
     assert data["machine"]["torch"].startswith(f"{torch.__version__} (")
     assert "| Gloo | available |" in text and "exercise_solutions:a4_matmul_timing line 1: " in text
+    # What `make checker-versions` keeps of it.
+    entry = checker.versions_entry(data, versions := checker.page_versions())
+    assert (entry["torch"], entry["python"]) == (torch.__version__, sys.version.split()[0])
+    assert entry["machine"]["gpu"] is None and {page: v["version"] for page, v in entry["pages"].items()} == versions
     (tmp_path / "cut.md").write_text(text[:len(text) // 2])
     with pytest.raises(store.RecordingError, match="not a report of check-appendix-a.py"):
         store.read_report(tmp_path / "cut.md")
 
 
-def test_a_planted_difference_and_a_failing_page_are_reported(tmp_path):
-    site = planted(A1='"""A page that fails."""\n\n# %%\nprint("hello")\n\n# %%\nraise ValueError("planted")\n')
+def test_a_planted_difference_and_failing_pages_are_reported(tmp_path):
+    """A.1 fails in a block, A.3 prints other than the site shows, A.9.3's program (run whole) exits with 3."""
+    site = planted(A1='"""A page that fails."""\n\n# %%\nprint("hello")\n\n# %%\nraise ValueError("planted")\n',
+                   A93="raise SystemExit(3)\n")
     cell = next(cell for cell in site["pages"]["a3-computation-graphs.md"]["cells"] if cell["output"])
     cell["output"] = cell["output"].replace("0", "1", 1)
-    result = run_checker(tmp_path, "--page", "A.3", "--page", "A.1", "--jobs", "2", "--report", "r.md", site=site)
+    result = run_checker(tmp_path, "--page", "A.3", "--page", "A.1", "--page", "ddp-inside.py", "--jobs", "2",
+                         "--report", "r.md", site=site)
     assert result.returncode == 1, result.stdout + result.stderr
     lines = result.stdout.splitlines()
     assert "FAILED     A.1 What is PyTorch?: block 2 of its code raised ValueError: planted." in lines
     assert (f"DIFFERENT  A.3 Seeing models as computation graphs: differs from the site in {cell['key']}"
             in result.stdout)
     assert f"    --- recorded {cell['key']}" in lines and any(line.startswith("    -") for line in lines)
-    assert lines[-2] == "2 of 2 pages did not print what the site shows: A.1, A.3."
+    assert "FAILED     A.9.3 Training with multiple GPUs: its Python exited with status 3" in result.stdout
+    assert lines[-2] == "3 of 3 pages did not print what the site shows: A.1, A.3, A.9.3."
     # The report has the whole of the diff and what the failing page wrote.
     text = (tmp_path / "r.md").read_text()
     diff = store.read_report(tmp_path / "r.md")["pages"]["a3-computation-graphs.md"]["diff"]
     assert "".join(f"    {line}\n" for line in diff.splitlines()) in text and '    raise ValueError("planted")' in text
 
 
-def test_a_whole_program_runs_as_a_script_and_a_difference_or_a_failure_is_reported(tmp_path):
-    """A.9.3's program is run whole (`python ddp-inside.py`, its __main__ block too), not block by block."""
-    site = planted(**{"A93": 'if __name__ == "__main__":\n    print("DDP: 3 processes")\n'})
-    result = run_checker(tmp_path / "differs", "--page", "A.9.3", site=site, timeout=60)
+def test_a_page_that_hangs_is_stopped_and_a_whole_program_runs_as_a_script(tmp_path):
+    """A.1 hangs past --timeout; A.9.3's program is run whole (`python ddp-inside.py`, its __main__ block too), not
+    block by block, and prints other than the site shows."""
+    site = planted(A1=HANGS, A93='if __name__ == "__main__":\n    print("DDP: 3 processes")\n')
+    result = run_checker(tmp_path, "--page", "a1", "--page", "A.9.3", "--timeout", "2", site=site, timeout=60)
     assert result.returncode == 1, result.stdout + result.stderr
+    assert "FAILED     A.1 What is PyTorch?: still running after 2 s, so it was stopped" in result.stdout
     assert "DIFFERENT  A.9.3 Training with multiple GPUs: differs from the site in scripts:ddp-inside" in result.stdout
     assert "    -DDP: 2 processes, gloo" in result.stdout.splitlines()  # the start of the diff
-    result = run_checker(tmp_path / "fails", "--page", "ddp-inside.py", site=planted(A93="raise SystemExit(3)\n"),
-                         timeout=60)
-    assert "FAILED     A.9.3 Training with multiple GPUs: its Python exited with status 3" in result.stdout
-
-
-def test_a_page_that_hangs_is_stopped_at_its_timeout(tmp_path):
-    result = run_checker(tmp_path, "--page", "a1", "--timeout", "2", site=planted(A1=HANGS), timeout=60)
-    assert result.returncode == 1
-    assert "FAILED     A.1 What is PyTorch?: still running after 2 s, so it was stopped" in result.stdout
 
 
 def python_without(folder, hidden):
@@ -219,18 +236,15 @@ ON_GPU = {  # what the device code prints on a CUDA GPU
 
 
 def imported(tmp_path, monkeypatch, device, gpu, fake_runs=True):
-    """The generated checker as a module, told that this machine has `device` (`gpu`); its page runs faked
-    (fake_runs): the recorded outputs on the CPU, ON_GPU's on the device."""
-    (tmp_path / NAME).write_text(checker.generate())
-    spec = importlib.util.spec_from_file_location("check_appendix_a", tmp_path / NAME)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    """The generated checker as a module, told that this machine has a `device` GPU (`gpu`: CUDA's); its page runs
+    faked (fake_runs): the recorded outputs on the CPU, ON_GPU's on the device."""
+    module, facts = generated(tmp_path), page_runner.describe_machine()
     monkeypatch.setattr(signal, "signal", lambda *args: None)  # pytest keeps its own handlers
-    machine = {"torch": "2.13.0+cu128 (CUDA 12.8 build)", "CUDA": f"1 GPU: {gpu}"}
-    monkeypatch.setattr(module, "describe_machine", lambda torch: (machine, device, gpu))
+    gpus = {"gpus": [gpu], "gpu": gpu, "cuda": "12.8", "build": "CUDA 12.8"} if device == "cuda" else {"mps": True}
+    monkeypatch.setattr(module, "describe_machine", lambda: {**facts, **gpus})
     module.calls = []
 
-    def run_page(name, timeout, on_device, skip, hide_mps=False):
+    def run_download(name, timeout, on_device, skip, hide_mps=False):
         module.calls.append((name, on_device, hide_mps))
         outputs = [ON_GPU.get(c["key"], c["output"]) if on_device else c["output"]
                    for c in module.SITE["pages"][name]["cells"]]
@@ -239,7 +253,7 @@ def imported(tmp_path, monkeypatch, device, gpu, fake_runs=True):
         return {"status": "ran", "seconds": 0.1, "outputs": outputs, "environment": environment}
 
     if fake_runs:
-        monkeypatch.setattr(module, "run_page", run_page)
+        monkeypatch.setattr(module, "run_download", run_download)
     return module
 
 
@@ -254,6 +268,7 @@ def test_on_a_cuda_gpu_the_device_code_runs_there_and_its_report_is_recorded(mon
     assert "  a9_gpu_training:pick_device on cuda:\n    cuda\n" in stdout and "a4_matmul_timing on cuda:\n" in stdout
     text = report.read_text()
     assert "## On cuda: NVIDIA H200" in text and "  a9_gpu_training:pick_device on cuda:\n    cuda\n" in text
+    assert "| torch | " in text and " (CUDA 12.8 build) |\n" in text and "| CUDA | 1 GPU: NVIDIA H200 |\n" in text
     recording = record.record_report(report)
     # What make gpu-check records: the machine-dependent outputs of the pages with device code.
     varying = store.varying_patterns()

@@ -20,7 +20,6 @@ import json
 import logging
 import math
 import os
-import platform
 import re
 import shutil
 import statistics
@@ -203,8 +202,7 @@ def measure_ddp(rounds):
                                              str(processes)],
                  "torchrun": lambda processes: [sys.executable, "-m", "torch.distributed.run", "--standalone",
                                                 f"--nproc_per_node={processes}", "scripts/DDP-script-torchrun.py"]}
-    plain = f"from tools.bench import plain_training; plain_training({EPOCHS})"
-    commands = {"plain": ([sys.executable, "-c", plain], samples // 2), **{
+    commands = {"plain": ([sys.executable, "-m", "tools.bench", "--plain-training"], samples // 2), **{
         # (command, steps per epoch): DistributedSampler pads to equal shares; batches of 2
         f"{launcher} {n}": ([*command(n), "--epochs", str(EPOCHS)], math.ceil(samples / n) // 2)
         for launcher, command in launchers.items() for n in WORLD_SIZES}}
@@ -220,20 +218,6 @@ def measure_tests():
     status, stdout, _ = page_runner.run(["make", "--no-print-directory", "test"], 3600, cwd=ROOT)
     summary = re.sub(r" in [\d.]+s.*", "", (stdout.strip().splitlines() or ["no output"])[-1].strip(" ="))
     return {"seconds": time.perf_counter() - start, "summary": summary, "passed": status == 0}
-
-
-def machine():
-    """What the figures were measured on; tools/words.toml words it in each language."""
-    import torch
-
-    cpu = platform.processor() or platform.machine()
-    cpuinfo = Path("/proc/cpuinfo")  # Linux names the model there; platform does not
-    if cpuinfo.exists() and (model := re.search(r"^model name\s*:\s*(.+)$", cpuinfo.read_text(), re.M)):
-        cpu = model[1].strip()
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return {"system": f"{platform.system()} {platform.machine()}", "cpu": cpu, "cores": cores,
-            "gpu": torch.cuda.get_device_name() if torch.cuda.is_available() else None,
-            "python": platform.python_version(), "torch": torch.__version__}
 
 
 def label(entry, note="", language="en", readme=False):
@@ -258,11 +242,12 @@ def version(section, root=ROOT):
     return digest.hexdigest()[:12]
 
 
-def earlier(results, section):
-    """What `section`'s figures measured, in words, if it has changed since (or they do not say its version)."""
-    if section in MEASURES and results[section].get("version") != version(section):
-        return f"measures_{section}"
-    return None
+def earlier(results, section, note="readme_earlier", language="en"):
+    """The `note` that `section`'s figures are of an earlier version of what they measure (or do not say which), in
+    words; "" if they are of this one."""
+    if section not in MEASURES or results[section].get("version") == version(section):
+        return ""
+    return EDITIONS[language].words[note].format(what=EDITIONS[language].words[f"measures_{section}"])
 
 
 def ratio(value, baseline):
@@ -287,8 +272,8 @@ def ddp_md(ddp, language="en"):
     summary = words["bench_ddp_summary"].format(wall=two_against_one(ddp, "wall", language),
                                                 step=two_against_one(ddp, "step_ms", language))
     note = words["bench_ddp_note"].format(runs=ddp["runs"])
-    changed = earlier({"ddp": ddp}, "ddp")
-    changed = "\n\n" + EDITIONS[language].spaced(words["bench_earlier"].format(what=words[changed])) if changed else ""
+    changed = earlier({"ddp": ddp}, "ddp", "bench_earlier", language)
+    changed = "\n\n" + EDITIONS[language].spaced(changed) if changed else ""
     return (words["bench_ddp_header"].format(epochs=ddp["epochs"]) + "\n| --- | --- | --- | --- | --- |\n"
             + "".join(rows) + f"\n{summary}\n\n{label(ddp, note, language)}{changed}\n")
 
@@ -326,16 +311,11 @@ def readme_rows(results):
         yield "readme_tests", f"{tests['seconds']:.0f} s, {tests['summary']}{failed}", "tests"
 
 
-def earlier_of(results, section):  # after a figure in README
-    changed = earlier(results, section)
-    return ENGLISH.words["readme_earlier"].format(what=ENGLISH.words[changed]) if changed else ""
-
-
 def readme_md(results):
     """The table, then each run's date and machine once."""
     labels = dict.fromkeys(label(results[section], readme=True) for section in SECTIONS if section in results)
     return ("| What | Figure |\n| --- | --- |\n"
-            + "".join(f"| {ENGLISH.words[what]} | {figure}{earlier_of(results, section)} |\n"
+            + "".join(f"| {ENGLISH.words[what]} | {figure}{earlier(results, section)} |\n"
                       for what, figure, section in readme_rows(results))
             + "\n" + "\n".join(labels) + "\n")
 
@@ -362,7 +342,10 @@ def main(argv=None):
                              "what they measured, which they then say)")
     parser.add_argument("--out", type=lambda path: Path(path).resolve(), default=ROOT,
                         help="write measured/ and README.md under this folder (default: the repository)")
+    parser.add_argument("--plain-training", action="store_true", help=argparse.SUPPRESS)  # measure_ddp's baseline
     args = parser.parse_args(argv)
+    if args.plain_training:
+        return plain_training(EPOCHS)
     sections = () if args.render else args.only or (QUICK if args.quick else SECTIONS)
     repeats = 3 if args.quick else 5
     options = " ".join(["--quick"] * args.quick + (["--only", *args.only] if args.only else []))
@@ -374,7 +357,9 @@ def main(argv=None):
     results = json.loads(source.read_text())  # the sections not measured now keep their figures
     logging.getLogger("mkdocs").addHandler(logging.NullHandler())  # in-process builds: keep the output readable
     status, commit, _ = page_runner.run(["git", "rev-parse", "--short", "HEAD"], 60, cwd=ROOT)
-    about = {"command": command, "date": datetime.date.today().isoformat(), "machine": machine(),
+    facts = page_runner.describe_machine()  # what the figures were measured on, as tools/words.toml words it
+    about = {"command": command, "date": datetime.date.today().isoformat(),
+             "machine": {key: facts[key] for key in ("system", "cpu", "cores", "gpu", "python", "torch")},
              **({"commit": commit.strip()} if status == 0 else {})}  # what the counts counted
     with tempfile.TemporaryDirectory(prefix="bench-") as work:
         work = Path(work)

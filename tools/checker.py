@@ -3,14 +3,15 @@
     python -m tools.checker                      # write check-appendix-a.py here
     python -m tools.checker versions [PYTHON...]  # make checker-versions
 
-The reader's program is tools/checker_template.py, served by the build (tools/hooks/render_pages.py) with the
-site embedded: every chapter page's download, what each block printed when recorded, A.9.3's DDP program (run
-whole) and its recorded run, the declared machine-dependent lines, and tools/page_runner.py, whole. So it runs and
-judges the pages exactly as the recorder and the tests do, and needs nothing but torch. `versions` runs it with
-each given Python and adds what it found, with the version of each page it checked, to measured/checker.json,
-which the setup pages render (VERSIONS_MARK).
+The reader's program is tools/check_appendix_a.py, which imports tools/page_runner.py; the build serves the two
+(tools/hooks/render_pages.py) as one file, the runner's code first, with the site's data in place of an empty SITE:
+every chapter page's download, what each block printed when recorded, A.9.3's DDP program (run whole) and its
+recorded run, the declared machine-dependent lines. So it runs and judges the pages exactly as the recorder and the
+tests do, and needs nothing but torch. `versions` runs it with each given Python and adds what it found, with
+the version of each page it checked, to measured/checker.json, which the setup pages render (VERSIONS_MARK).
 """
 
+import ast
 import datetime
 import hashlib
 import json
@@ -19,16 +20,13 @@ import sys
 import tempfile
 from pathlib import Path
 
-from tools import ROOT, pages, store
+from tools import ROOT, check_appendix_a, page_runner, pages, store
 from tools.ddp_runs import SCRIPT_RUNS, run_key
 from tools.editions import EDITIONS, ENGLISH
 from tools.page_runner import run, write_files
 
 NAME = "check-appendix-a.py"
-TEMPLATE = ROOT / "tools" / "checker_template.py"
-PAGE_RUNNER = ROOT / "tools" / "page_runner.py"
-START = "# ---- embedded when the site is built ----\n"
-END = "# ---- end of what is embedded ----\n"
+SITE_LINE = "SITE = {}  # the pages, their code and what the site shows under each block\n"
 VERSIONS = ROOT / "measured" / "checker.json"
 VERSIONS_MARK = "<!-- checker versions -->"
 
@@ -89,23 +87,24 @@ def page_versions(site: dict | None = None) -> dict[str, str]:
 
 
 def generate(site: dict | None = None) -> str:
-    """check-appendix-a.py: the template with `site` (default: the repository's) embedded."""
-    def literal(text: str) -> str:  # a raw triple-quoted literal where it can be one (readable)
-        return repr(text) if "'''" in text or text.endswith("\\") else f"r'''{text}'''"
+    """check-appendix-a.py: the page runner's code, then the checker's, with `site` (default: the repository's)
+    in place of the checker's empty SITE, under one set of imports."""
+    def parts(module) -> tuple[str, set[str], str]:  # (what is above its imports, they, the code below them)
+        text = Path(module.__file__).read_text()
+        lines = text.splitlines(keepends=True)
+        imports = [node for node in ast.parse(text).body if isinstance(node, (ast.Import, ast.ImportFrom))]
+        return ("".join(lines[:imports[0].lineno - 1]),
+                {"".join(lines[node.lineno - 1:node.end_lineno]) for node in imports
+                 if not getattr(node, "module", "").startswith("tools")},
+                "".join(lines[imports[-1].end_lineno:]))
 
-    before, rest = TEMPLATE.read_text().split(START)
+    _, runner_imports, runner = parts(page_runner)
+    head, imports, program = parts(check_appendix_a)
     site_json = json.dumps(site_data() if site is None else site, indent=1, ensure_ascii=False)
-    return (f"{before}{START}# The pages, their code and what the site shows under each block:\n"
-            f"SITE = json.loads({literal(site_json)})\n"
-            f"# The site's page runner, whole: runs a page, compares its output\n"
-            f"RUNNER = {literal(PAGE_RUNNER.read_text())}\n{END}" + rest.split(END)[1])
-
-
-def embedded(text: str) -> dict:
-    """What a generated checker carries, by name (SITE, RUNNER): what the tests check."""
-    namespace = {}
-    exec(text.split(START)[1].split(END)[0], {"json": json}, namespace)
-    return namespace
+    literal = repr(site_json) if "'''" in site_json or site_json.endswith("\\") else f"r'''{site_json}'''"
+    assert program.count(SITE_LINE) == 1, f"tools/check_appendix_a.py has no line {SITE_LINE!r}"
+    return (head + "".join(sorted(imports | runner_imports)) + runner.split('\nif __name__ == "__main__"')[0].rstrip()
+            + "\n\n" + program.replace(SITE_LINE, f"SITE = json.loads({literal})\n"))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -151,24 +150,26 @@ def run_checker(python: str, jobs: int, site: dict) -> dict:
         return store.read_report(report)
 
 
+def versions_entry(data: dict, versions: dict[str, str]) -> dict:
+    """What measured/checker.json keeps of a report's `data`, with the `versions` of the pages it checked."""
+    facts = data["environment"]  # what the checker found this machine to be
+    return {"command": "make checker-versions", "date": data["date"], **{k: facts[k] for k in ("torch", "python")},
+            "machine": {"system": facts["system"], "cores": facts["cores"], "gpu": ", ".join(facts["gpus"]) or None},
+            "seconds": data["seconds"], "checker": data["checker"], "summary": data["summary"],
+            "pages": {page: {"id": pages.title(page).split(" ")[0], "status": v["status"],
+                             **{k: v[k] for k in ("key", "error") if k in v}, "seconds": v.get("seconds"),
+                             "version": versions[page]}
+                      for page, v in data["pages"].items()}}
+
+
 def record_versions(pythons: list[str], jobs: int = 2) -> dict:
     """Run the checker with each Python; add what it found, and which version of each page, to
     measured/checker.json."""
     results = json.loads(VERSIONS.read_text()) if VERSIONS.exists() else {}
     versions = page_versions(site := site_data())
     for python in pythons:
-        data = run_checker(python, jobs, site)
-        machine, environment, torch = data["machine"], data["environment"], data["machine"]["torch"].split()[0]
-        results[torch] = {
-            "command": "make checker-versions", "date": data["date"], "torch": torch,
-            "python": machine["Python"].split()[0],
-            "machine": {"system": environment["machine"], "cores": environment["cores"],
-                        "gpu": None if "not available" in machine["CUDA"] else machine["CUDA"]},
-            "seconds": data["seconds"], "checker": data["checker"], "summary": data["summary"],
-            "pages": {page: {"id": pages.title(page).split(" ")[0], "status": v["status"],
-                             **{k: v[k] for k in ("key", "error") if k in v}, "seconds": v.get("seconds"),
-                             "version": versions[page]}
-                      for page, v in data["pages"].items()}}
+        entry = versions_entry(run_checker(python, jobs, site), versions)
+        results[entry["torch"]] = entry
     write_files({VERSIONS: json.dumps(results, indent=1, ensure_ascii=False) + "\n"})
     return results
 

@@ -7,7 +7,6 @@ torch build in recorded-on.json). Without CUDA it says so in one sentence, statu
 import datetime
 import json
 import os
-import platform
 import sys
 import tempfile
 from pathlib import Path
@@ -17,30 +16,33 @@ import torch
 from tools import ROOT, record
 from tools.ddp_runs import ddp_environment as environment
 from tools.ddp_runs import in_rank_order, inside_problems, trained_fully
-from tools.page_runner import TIME_LIMIT, TimedOut, run, write_files
+from tools.page_runner import TIME_LIMIT, TimedOut, describe_machine, run, write_files
 from tools.store import SCRIPT_OUTPUTS
 
 GPU_RUNS = SCRIPT_OUTPUTS / "gpu"  # the DDP scripts on GPUs (the pages' GPU outputs: store.GPU_OUTPUTS)
 
 
-def train(backend, world_size, save, env):
-    """Run DDP-script.py; return its stdout, or exit with its stderr if it failed."""
-    command = [sys.executable, "scripts/DDP-script.py", "--world-size", str(world_size), "--save", str(save)]
+def run_script(what, arguments, env):
+    """What `python ARGUMENTS` printed, run in the repository; or exit, saying how `what` failed."""
     try:
-        status, stdout, stderr = run(command, TIME_LIMIT, cwd=ROOT, env=env)
+        status, stdout, stderr = run([sys.executable, *arguments], TIME_LIMIT, cwd=ROOT, env=env)
     except TimedOut as stopped:
-        sys.exit(f"gpu-check: the {backend} run was {stopped}")
+        sys.exit(f"gpu-check: {what} was {stopped}")
     if status != 0:
-        sys.exit(f"gpu-check: the {backend} run failed (exit status {status}):\n{stderr}")
-    return in_rank_order(stdout)
+        sys.exit(f"gpu-check: {what} failed (exit status {status}):\n{stdout}{stderr}")
+    return stdout
+
+
+def train(backend, world_size, save, env):
+    return in_rank_order(run_script(f"the {backend} run", ["scripts/DDP-script.py", "--world-size", str(world_size),
+                                                           "--save", str(save)], env))
 
 
 def gpu_environment():
-    gpu_env = environment()
-    gpu_env.pop("CUDA_VISIBLE_DEVICES")  # environment() hides the GPUs; keep the caller's choice
-    if "CUDA_VISIBLE_DEVICES" in os.environ:
-        gpu_env["CUDA_VISIBLE_DEVICES"] = os.environ["CUDA_VISIBLE_DEVICES"]
-    return gpu_env
+    """ddp_environment(), which hides the GPUs, with those the caller lets it see."""
+    env = environment()
+    del env["CUDA_VISIBLE_DEVICES"]
+    return {**env, **{key: value for key, value in os.environ.items() if key == "CUDA_VISIBLE_DEVICES"}}
 
 
 def check_ddp_with_nccl():
@@ -63,17 +65,13 @@ def check_ddp_with_nccl():
 def check_ddp_inside():
     """ddp-inside.py with NCCL, which it uses with a GPU for each of its 2 processes: its output, which
     must keep DDP's promises (the same checks as its recorded Gloo run's); None with fewer GPUs."""
-    command = [sys.executable, "scripts/ddp-inside.py"]
     if (gpus := torch.cuda.device_count()) < 2:
         print(f"gpu-check: ddp-inside.py needs 2 GPUs for NCCL, one a process, and this machine shows {gpus}: "
               "not run with NCCL")
         return None
-    try:
-        status, stdout, stderr = run(command, TIME_LIMIT, cwd=ROOT, env=gpu_environment())
-    except TimedOut as stopped:
-        sys.exit(f"gpu-check: ddp-inside.py with NCCL was {stopped}")
-    if status != 0 or not stdout.startswith("DDP: 2 processes, nccl\n"):
-        sys.exit(f"gpu-check: ddp-inside.py did not run with NCCL (exit status {status}):\n{stdout}{stderr}")
+    stdout = run_script("ddp-inside.py with NCCL", ["scripts/ddp-inside.py"], gpu_environment())
+    if not stdout.startswith("DDP: 2 processes, nccl\n"):
+        sys.exit(f"gpu-check: ddp-inside.py did not run with NCCL:\n{stdout}")
     if problems := inside_problems(stdout):
         sys.exit("gpu-check: ddp-inside.py with NCCL broke DDP's promises:\n" + "\n".join(problems) + f"\n{stdout}")
     print("gpu-check: ddp-inside.py with NCCL: the same weights, the mean of the gradients")
@@ -84,15 +82,9 @@ def main():
     if not torch.cuda.is_available():
         sys.exit(f"gpu-check needs a CUDA GPU, and torch {torch.__version__} sees none on this machine; "
                  "run `make gpu-check` on a machine with an NVIDIA GPU and a CUDA build of torch.")
-    label = {
-        "gpu": torch.cuda.get_device_name(0),
-        "gpus": torch.cuda.device_count(),
-        "torch": torch.__version__,
-        "cuda": torch.version.cuda,
-        "nccl": ".".join(map(str, torch.cuda.nccl.version())),
-        "python": platform.python_version(),
-        "date": datetime.date.today().isoformat(),
-    }
+    facts = describe_machine()
+    label = {"gpu": facts["gpu"], "gpus": len(facts["gpus"]), **{key: facts[key] for key in ("torch", "cuda", "nccl")},
+             "python": facts["python"], "date": datetime.date.today().isoformat()}
     # The pages' device outputs (shown beside the CPU ones), then DDP with NCCL; recorded: {file: its command}.
     files = record.gpu_files(record.record_gpu())
     recorded = {str(path.relative_to(ROOT)): "python -m tools.record --gpu" for path in files}

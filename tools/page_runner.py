@@ -1,13 +1,13 @@
-"""Run a page's program alone, and compare what it prints.
+"""Run a page's program alone, compare what it prints, say what the machine is.
 
-The site records its outputs with this file, checks them with it, and
-check-appendix-a.py carries it whole: it needs only the standard library
-(psutil, where it is installed, finds what a process group left behind),
-in lines of 80 characters at most. Run as `python -I -c RUNNER SCRIPT
-RESULT [--plots] [--hide-mps]`, it runs SCRIPT, a page's download, block
-by block (`# %%`) in a real __main__ module, so that pickling a class
-defined in a block works as in a script, and writes what each block
-printed (and drew) to RESULT.
+The site records and checks its outputs with this file; check-appendix-a.py
+carries its code (tools/checker.py puts it there), so it needs only the
+standard library (psutil, where installed, finds what a process group left
+behind), in lines of 80 characters at most. `python -I FILE --run-blocks
+SCRIPT RESULT [--plots] [--hide-mps]` (FILE: this file or the checker) runs
+SCRIPT, a page's download, block by block (`# %%`) in a real __main__
+module, so that pickling a class defined in a block works as in a script,
+and writes what each block printed (and drew) to RESULT.
 """
 
 import concurrent.futures
@@ -30,6 +30,7 @@ import uuid
 
 TAG = "PAGE_RUNNER_GROUPS"  # the groups a process belongs to, inherited
 TIME_LIMIT = 300  # seconds: the tools' limit on one run, a page or a script
+RUN_BLOCKS = "--run-blocks"  # run_page's child: this file, or one carrying it
 OWN_GROUP = ({"start_new_session": True} if os.name == "posix" else
              {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP})
 # A signal handler may call end_all while its thread holds the lock.
@@ -103,13 +104,10 @@ def tagged(tag):
         import psutil
     except ImportError:
         return {}
-    found = {}
-    for process in psutil.process_iter(["environ", "cmdline", "status"]):
-        info = process.info
-        if tag in (info["environ"] or {}).get(TAG, "").split() \
-                and info["status"] != psutil.STATUS_ZOMBIE:
-            found[process.pid] = " ".join(info["cmdline"] or [])
-    return found
+    return {process.pid: " ".join(process.info["cmdline"] or [])
+            for process in psutil.process_iter(["environ", "cmdline", "status"])
+            if tag in (process.info["environ"] or {}).get(TAG, "").split()
+            and process.info["status"] != psutil.STATUS_ZOMBIE}
 
 
 def survivors(tag, settle=0.0):
@@ -123,10 +121,9 @@ def survivors(tag, settle=0.0):
 def run(command, timeout, **popen):
     """(exit status, stdout, stderr) of `command` in a process group of its
     own; TimedOut after `timeout` seconds, with the group ended."""
-    streams = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE,
-               "stdin": subprocess.DEVNULL, **popen}
-    with process_group(command, text=True, errors="replace",
-                       **streams) as child:
+    with process_group(command, text=True, errors="replace", **{
+            "stdout": subprocess.PIPE, "stderr": subprocess.PIPE,
+            "stdin": subprocess.DEVNULL, **popen}) as child:
         try:
             stdout, stderr = child.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -161,14 +158,11 @@ def in_parallel(function, items, jobs):
 # ---- a page's program ---------------------------------------------------
 
 def run_page(code, name, timeout, env=None, plots=False, hide_mps=False,
-             runner=None):
+             whole=False):
     """Run a page's download `code` alone as the file `name`, for at most
     `timeout` s: {"outputs": [what each block printed], "plots": [a block's
-    plot or None], "environment": {...}}, or Failed. `runner`: this file's
-    text, where it is not a file (in check-appendix-a.py)."""
-    if runner is None:
-        with open(__file__, encoding="utf-8") as file:
-            runner = file.read()
+    plot or None], "environment": {...}}, or Failed. `whole`: a program run
+    as `python SCRIPT`, whose output is that of its one block."""
     with tempfile.TemporaryDirectory(prefix="page-run-") as folder:
         script = os.path.join(folder, name)
         result = os.path.join(folder, "result.json")
@@ -177,11 +171,14 @@ def run_page(code, name, timeout, env=None, plots=False, hide_mps=False,
         env = {**(os.environ if env is None else env),  # torch's caches too
                "TMPDIR": folder, "TEMP": folder, "TMP": folder}
         flags = ["--plots"] * plots + ["--hide-mps"] * hide_mps
-        status, _, stderr = run(
-            [sys.executable, "-I", "-c", runner, script, result, *flags],
-            timeout, cwd=folder, env=env, stdout=subprocess.DEVNULL)
-        if status != 0 or not os.path.exists(result):
+        child = [script] if whole else [
+            os.path.abspath(__file__), RUN_BLOCKS, script, result, *flags]
+        status, stdout, stderr = run([sys.executable, "-I", *child], timeout,
+                                     cwd=folder, env=env)
+        if status != 0 or not (whole or os.path.exists(result)):
             raise Failed(failure(status, stderr), stderr.strip())
+        if whole:
+            return {"outputs": [stdout], "environment": None}
         with open(result, encoding="utf-8") as file:
             return json.load(file)
 
@@ -198,7 +195,7 @@ def failure(status, stderr):
     return f"its Python exited with status {status}: {last}"
 
 
-def run_blocks(script, result, flags):
+def run_blocks(script, result, *flags):
     """In the child. Matplotlib draws off screen (a window would wait to be
     closed); a figure a block leaves open is saved (--plots), then closed."""
     import importlib.util
@@ -236,14 +233,9 @@ def run_blocks(script, result, flags):
                      if figures and "--plots" in flags else None)
         if pyplot:
             pyplot.close("all")
-    import torch
-
-    environment = {
-        "torch": torch.__version__, "python": platform.python_version(),
-        "machine": f"{platform.system()} {platform.machine()}",
-        "cores": os.cpu_count(), "mps": torch.backends.mps.is_available(),
-        "gpu": (torch.cuda.get_device_name(0) if torch.cuda.is_available()
-                else None)}
+    facts = describe_machine()  # the recordings' part of it
+    environment = {"machine": facts["system"], **{key: facts[key] for key in (
+        "torch", "python", "cores", "mps", "gpu")}}
     with open(result, "w", encoding="utf-8") as file:  # part 0: the docstring
         json.dump({"outputs": outputs[1:], "plots": plots[1:],
                    "environment": environment}, file)
@@ -273,6 +265,43 @@ def saved(figure, script, number):
         figure.savefig(svg, format="svg", transparent=True,
                        metadata={"Date": None})
     return {"data": data, "svg": svg.getvalue()}
+
+
+# ---- the machine -------------------------------------------------------
+
+def describe_machine():
+    """What this machine is, in facts, the one description of it: the
+    recordings, the checker's report and the measured figures take theirs
+    from it. It imports torch."""
+    import torch
+    import torch.distributed as dist
+
+    cuda, distributed = torch.cuda.is_available(), dist.is_available()
+    gpus = [torch.cuda.get_device_name(index)
+            for index in range(torch.cuda.device_count() if cuda else 0)]
+    nccl = distributed and dist.is_nccl_available() and "version unknown"
+    with contextlib.suppress(Exception):  # where this build can say it
+        nccl = nccl and ".".join(map(str, torch.cuda.nccl.version()))
+    cpu = platform.processor() or platform.machine()
+    with contextlib.suppress(OSError, TypeError):  # Linux names the model
+        with open("/proc/cpuinfo", encoding="utf-8") as file:
+            cpu = re.search(r"^model name\s*:(.+)$", file.read(), re.M)[1]
+    return {
+        "torch": torch.__version__, "cuda": torch.version.cuda,
+        "build": f"CUDA {torch.version.cuda}" if torch.version.cuda else
+                 f"ROCm {torch.version.hip}" if torch.version.hip else
+                 "CPU-only",
+        "python": platform.python_version(),
+        "implementation": platform.python_implementation(),
+        "os": platform.platform(),
+        "system": f"{platform.system()} {platform.machine()}",
+        "cpu": cpu.strip(), "cores": len(os.sched_getaffinity(0))
+        if hasattr(os, "sched_getaffinity") else os.cpu_count(),
+        "gpus": gpus, "gpu": gpus[0] if gpus else None,
+        "mps": torch.backends.mps.is_available(),
+        "mps_built": torch.backends.mps.is_built(),
+        "distributed": distributed, "nccl": nccl,
+        "gloo": distributed and dist.is_gloo_available()}
 
 
 # ---- what is stored -----------------------------------------------------
@@ -331,5 +360,5 @@ def write_files(files, removed=()):
             hold(signal.SIG_UNBLOCK, held)
 
 
-if __name__ == "__main__":  # the child: python -I -c RUNNER SCRIPT RESULT
-    run_blocks(sys.argv[1], sys.argv[2], sys.argv[3:])
+if __name__ == "__main__" and sys.argv[1:2] == [RUN_BLOCKS]:  # run_page's
+    run_blocks(*sys.argv[2:])

@@ -20,25 +20,31 @@ leaves no file or process behind.
 
 import argparse
 import contextlib
-import importlib
+import importlib.util
 import json
 import os
-import platform
 import re
 import signal
 import sys
-import tempfile
 import time
-import types
+
+from tools.page_runner import (
+    RUN_BLOCKS,
+    Failed,
+    TimedOut,
+    compare_text,
+    describe_machine,
+    end_all,
+    in_parallel,
+    run,
+    run_blocks,
+    run_page,
+    write_files,
+)
 
 NAME = "check-appendix-a.py"
-
-# ---- embedded when the site is built ----
+MISSING = "--missing"  # not_runnable's child: which packages a page's run lacks
 SITE = {}  # the pages, their code and what the site shows under each block
-RUNNER = ""  # the site's page runner, whole: runs a page, compares its output
-# ---- end of what is embedded ----
-runner = types.ModuleType("page_runner")
-exec(compile(RUNNER, "page_runner.py", "exec"), runner.__dict__)
 
 DIFF_LINES = 16  # of the first difference on the screen (the report: all)
 GPU_NOTE = ("expected on a GPU: its kernels sum in another order, so seeded "
@@ -76,77 +82,57 @@ def page_name(text):
 def not_runnable(names):
     """{page: {block's index: the packages it imports that a page's run
     (python -I) cannot import}}: those blocks are not run."""
-    probe = ("import importlib.util, sys\nprint(*(p for p in sys.argv[1:]"
-             " if not importlib.util.find_spec(p)))")
-    missing = runner.run([sys.executable, "-I", "-c", probe,
-                          *SITE["packages"]], 60)[1].split()
+    missing = run([sys.executable, "-I", __file__, MISSING,
+                   *SITE["packages"]], 60)[1].split()
     return {name: {index: needs for index, cell
                    in enumerate(SITE["pages"][name]["cells"])
                    if (needs := [p for p in cell["needs"] if p in missing])}
             for name in names}
 
 
-def run_page(name, timeout, on_device, skip, hide_mps=False):
+def run_download(name, timeout, on_device, skip, hide_mps=False):
     """Run a page's download alone, but the blocks in `skip`; its outputs,
     or why it failed. On the CPU, the GPUs are hidden (hide_mps: Apple's)."""
     page, start = SITE["pages"][name], time.perf_counter()
+    whole = page.get("whole", False)  # a program of its own, not blocks
     parts = page["code"].split("\n# %%\n")  # the docstring, then a part a block
-    for index, needs in skip.items():
+    for index, needs in [] if whole else skip.items():
         parts[index + 1] = f"# not run here: it needs {', '.join(needs)}\n"
     hide = () if on_device else ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES")
-    env = {**os.environ, **dict.fromkeys(hide, "")}
     try:
-        if page.get("whole"):  # a program of its own, not blocks
-            run = run_whole(page, timeout, env)
-        else:
-            run = runner.run_page("\n# %%\n".join(parts), page["script"],
-                                  timeout, env, hide_mps=hide_mps,
-                                  runner=RUNNER)
-    except runner.TimedOut as stopped:
+        ran = run_page("\n# %%\n".join(parts), page["script"], timeout,
+                       {**os.environ, **dict.fromkeys(hide, "")},
+                       hide_mps=hide_mps, whole=whole)
+    except TimedOut as stopped:
         return {"status": "timeout", "seconds": timeout,
                 "error": f"{stopped} (a slow machine: raise --timeout)"}
-    except runner.Failed as failed:
+    except Failed as failed:
         return {"status": "raised", "error": str(failed),
                 "stderr": failed.stderr,
                 "seconds": round(time.perf_counter() - start, 2)}
     return {"status": "ran", "seconds": round(time.perf_counter() - start, 2),
-            "outputs": run["outputs"], "environment": run["environment"]}
-
-
-def run_whole(page, timeout, env):
-    """A whole program (A.9.3's), run as `python SCRIPT` alone in an empty
-    temporary folder: what it printed, as the output of its one block."""
-    with tempfile.TemporaryDirectory(prefix="page-run-") as folder:
-        script = os.path.join(folder, page["script"])
-        with open(script, "w", encoding="utf-8") as file:
-            file.write(page["code"])
-        status, stdout, stderr = runner.run(
-            [sys.executable, "-I", script], timeout, cwd=folder,
-            env={**env, "TMPDIR": folder, "TEMP": folder, "TMP": folder})
-    if status != 0:
-        raise runner.Failed(runner.failure(status, stderr), stderr.strip())
-    return {"outputs": [stdout], "environment": None}
+            "outputs": ran["outputs"], "environment": ran["environment"]}
 
 
 def interrupted(signum, frame):
     """Ctrl-C, SIGTERM, a closed terminal: end every page run, then Stop."""
     for each in STOP_SIGNALS:  # one stop is enough
         signal.signal(each, signal.SIG_IGN)
-    runner.end_all()
+    end_all()
     raise Stop(signum)
 
 
-def compare_page(name, run, skip):
+def compare_page(name, ran, skip):
     """The run against the site: "same", "machine" (only machine-dependent
     lines differ: listed) or "different" (the first diff); skip: not run."""
     cells = SITE["pages"][name]["cells"]
     verdict = {"status": "same", "lines": [], "skipped": {
         cells[index]["key"]: needs for index, needs in skip.items()}}
-    for index, (cell, fresh) in enumerate(zip(cells, run["outputs"])):
+    for index, (cell, fresh) in enumerate(zip(cells, ran["outputs"])):
         recorded, key = cell["output"], cell["key"]
         if fresh == recorded or index in skip:
             continue
-        if diff := runner.compare_text(recorded, fresh, key, SITE["varying"]):
+        if diff := compare_text(recorded, fresh, key, SITE["varying"]):
             return {**verdict, "status": "different", "key": key, "diff": diff}
         pairs = zip(recorded.splitlines(), fresh.splitlines())
         verdict["status"] = "machine"
@@ -159,56 +145,36 @@ def compare_page(name, run, skip):
 
 # ---- the machine -------------------------------------------------------------
 
-def describe_machine(torch):
-    """What this machine has, as label -> text, and the GPU the pages use."""
-    cuda, mps = torch.cuda.is_available(), torch.backends.mps.is_available()
-    gpus = [torch.cuda.get_device_name(i)
-            for i in range(torch.cuda.device_count() if cuda else 0)]
-    build = (f"CUDA {torch.version.cuda}" if torch.version.cuda else
-             f"ROCm {torch.version.hip}" if torch.version.hip else "CPU-only")
+def machine_lines(facts):
+    """This machine (page_runner's facts), as label -> text."""
+    gpus, nccl = facts["gpus"], facts["nccl"]
     machine = {
-        "torch": f"{torch.__version__} ({build} build)",
-        "Python": f"{platform.python_version()} "
-                  f"({platform.python_implementation()})",
-        "OS": platform.platform(),
-        "CPU": f"{platform.processor() or platform.machine()}, "
-               f"{os.cpu_count()} cores",
-        "CUDA": f"{counted(len(gpus), 'GPU')}: {', '.join(gpus)}" if cuda else
-                "not available: no NVIDIA GPU is visible" if torch.version.cuda
+        "torch": f"{facts['torch']} ({facts['build']} build)",
+        "Python": f"{facts['python']} ({facts['implementation']})",
+        "OS": facts["os"], "CPU": f"{facts['cpu']}, {facts['cores']} cores",
+        "CUDA": f"{counted(len(gpus), 'GPU')}: {', '.join(gpus)}" if gpus else
+                "not available: no NVIDIA GPU is visible" if facts["cuda"]
                 else "not available: this torch has no CUDA",
-        "MPS": "available (Apple silicon GPU)" if mps else
-               "built in, but not available here"
-               if torch.backends.mps.is_built() else "not available",
-        **describe_distributed(torch, gpus)}
+        "MPS": "available (Apple silicon GPU)" if facts["mps"] else
+               "built in, but not available here" if facts["mps_built"]
+               else "not available"}
+    if facts["distributed"]:
+        machine["NCCL"] = f"available ({nccl})" if nccl else "not in this build"
+        machine["Gloo"] = "available" if facts["gloo"] else "not in this build"
+    why = "no CUDA GPU is visible" if nccl else "this torch has no NCCL"
+    machine["DDP"] = (
+        "torch.distributed is not in this build: the DDP scripts cannot run "
+        "here" if not facts["distributed"] else
+        "the scripts use NCCL here, one process on each of the "
+        f"{counted(len(gpus), 'GPU')}" if nccl and gpus else
+        f"the scripts use Gloo on CPU processes here ({why})" if facts["gloo"]
+        else "neither NCCL nor Gloo: the DDP scripts cannot run")
     for package in [p for p in SITE["packages"] if p != "torch"]:  # above
         try:
             machine[package] = importlib.import_module(package).__version__
         except ImportError:
             machine[package] = "not installed"
-    gpu = gpus[0] if cuda else "Apple silicon GPU" if mps else None
-    return machine, "cuda" if cuda else "mps" if mps else "cpu", gpu
-
-
-def describe_distributed(torch, gpus):
-    import torch.distributed as dist
-
-    if not dist.is_available():
-        return {"DDP": "torch.distributed is not in this build: the DDP "
-                       "scripts cannot run here"}
-    nccl, gloo = dist.is_nccl_available(), dist.is_gloo_available()
-    found = {"NCCL": "available" if nccl else "not in this build",
-             "Gloo": "available" if gloo else "not in this build"}
-    with contextlib.suppress(Exception):  # a build without NCCL's version call
-        if nccl:
-            version = ".".join(map(str, torch.cuda.nccl.version()))
-            found["NCCL"] += f" ({version})"
-    why = "no CUDA GPU is visible" if nccl else "this torch has no NCCL"
-    found["DDP"] = (
-        "the scripts use NCCL here, one process on each of the "
-        f"{counted(len(gpus), 'GPU')}" if nccl and gpus else
-        f"the scripts use Gloo on CPU processes here ({why})" if gloo else
-        "neither NCCL nor Gloo: the DDP scripts cannot run")
-    return found
+    return machine
 
 
 # ---- what it prints ----------------------------------------------------------
@@ -264,14 +230,14 @@ def page_lines(name, verdict, whole=False, where=""):
     return out[:1] + [f"    {line}" for line in out[1:] + diff]
 
 
-def device_lines(name, run, device, cpu_run=None):
+def device_lines(name, ran, device, cpu_run=None):
     """A page's line on the GPU, then what its blocks printed there that
     differs from cpu_run; for the report (no cpu_run), all they printed."""
-    if run["status"] != "ran":
-        return page_lines(name, run, cpu_run is None, f" on {device}")
-    out = [f"on {device:6} {SITE['pages'][name]['title']}: {run['verdict']}"]
-    on_cpu = cpu_run.get("outputs") if cpu_run else [""] * len(run["cells"])
-    for index, cell in enumerate(run["cells"]):  # the report: all that printed
+    if ran["status"] != "ran":
+        return page_lines(name, ran, cpu_run is None, f" on {device}")
+    out = [f"on {device:6} {SITE['pages'][name]['title']}: {ran['verdict']}"]
+    on_cpu = cpu_run.get("outputs") if cpu_run else [""] * len(ran["cells"])
+    for index, cell in enumerate(ran["cells"]):  # the report: all that printed
         if on_cpu is None or cell["output"] != on_cpu[index]:
             out.append(f"  {cell['key']} on {device}:")
             out += [f"    {line}" for line in cell["output"].splitlines()]
@@ -309,7 +275,7 @@ def summary_line(verdicts):
 
 def fenced(lines):
     text = "\n".join(lines)
-    ticks = "`" * max([3, *(len(run) + 1 for run in re.findall("`+", text))])
+    ticks = "`" * max([3, *(len(rule) + 1 for rule in re.findall("`+", text))])
     return f"{ticks}text\n{text}\n{ticks}\n"
 
 
@@ -335,8 +301,8 @@ def report_text(data):
                 f"The pages with device code ran again on {device['device']}; "
                 "what each block printed there is below, and in the data at "
                 "the end, for the site's GPU recordings.\n",
-                fenced(line for name, run in device["pages"].items()
-                       for line in device_lines(name, run, device["device"]))]
+                fenced(line for name, ran in device["pages"].items()
+                       for line in device_lines(name, ran, device["device"]))]
     payload = json.dumps(data, indent=1, ensure_ascii=False)
     out += ["<!-- check-appendix-a report data: what the site records from it",
             payload.replace(">", "\\u003e"), "-->", ""]
@@ -395,19 +361,19 @@ def main(argv=None):
         signal.signal(signum, interrupted)
     try:
         try:
-            import torch
+            facts = describe_machine()
         except ImportError:
             return say("this Python has no torch, and the pages need it: "
                        f"install it (pip install {' '.join(SITE['packages'])}"
                        ", or see https://pytorch.org/get-started/locally/) "
                        "and run this again.", 1)
-        machine, device, gpu = describe_machine(torch)
+        machine = machine_lines(facts)
         print(f"{NAME}: does this machine print what the site shows?",
               *(f"  {label:7} {text}" for label, text in machine.items()),
               f"  The site: {recorded_with()}.\n", sep="\n", flush=True)
-        data = check(args, machine, device, gpu)
+        data = check(args, facts, machine)
         if args.report:
-            runner.write_files({args.report: report_text(data)})
+            write_files({args.report: report_text(data)})
             print(f"The report is in {args.report}.")
     except Stop as stop:
         print(f"\n{NAME}: interrupted; every page run has stopped and "
@@ -416,8 +382,10 @@ def main(argv=None):
     return 0 if data["summary"].startswith("All the same") else 1
 
 
-def check(args, machine, device, gpu):
+def check(args, facts, machine):
     """The pages on the CPU, --jobs at a time, then on the GPU one at a time."""
+    device = "cuda" if facts["gpus"] else "mps" if facts["mps"] else "cpu"
+    gpu = facts["gpu"] or ("Apple silicon GPU" if facts["mps"] else None)
     names = [n for n in SITE["pages"] if not args.page or n in args.page]
     start, skips = time.perf_counter(), not_runnable(names)
     on_gpu = [name for name in names if name in SITE["device_pages"]]
@@ -427,44 +395,47 @@ def check(args, machine, device, gpu):
         print(f"running {page['id']} on {device} ..." if on_device else
               f"[{names.index(name) + 1}/{len(names)}] running {page['id']} "
               f"({page['script']}) ...", file=sys.stderr, flush=True)
-        return run_page(name, args.timeout, on_device, skips[name],
-                        device == "mps" and not on_device)
+        return run_download(name, args.timeout, on_device, skips[name],
+                            device == "mps" and not on_device)
 
-    cpu_runs, verdicts = runner.in_parallel(run_one, names, args.jobs), {}
-    for name, run in cpu_runs.items():
-        verdict = (compare_page(name, run, skips[name])
-                   if run["status"] == "ran" else run)
-        verdicts[name] = {**verdict, "seconds": run["seconds"]}
+    cpu_runs, verdicts = in_parallel(run_one, names, args.jobs), {}
+    for name, ran in cpu_runs.items():
+        verdict = (compare_page(name, ran, skips[name])
+                   if ran["status"] == "ran" else ran)
+        verdicts[name] = {**verdict, "seconds": ran["seconds"]}
         print("\n".join(page_lines(name, verdicts[name])))
     data = {"format": 1, "checker": SITE["version"],
             "date": time.strftime("%Y-%m-%d"),
             "command": " ".join(["python", NAME, *sys.argv[1:]]),
             "machine": machine, "recorded": SITE["recorded"],
-            "environment": next((r["environment"] for r in cpu_runs.values()
-                                 if r.get("environment")), None),
+            "environment": facts,
             "pages": verdicts, "device": None,
             "summary": summary_line(verdicts)}
     if device != "cpu" and on_gpu:
         print(f"\nThe pages with device code, on {device} ({gpu}):", flush=True)
-        runs = runner.in_parallel(lambda name: run_one(name, True), on_gpu, 1)
-        for name, run in runs.items():
-            run["verdict"] = run.get("error")
-            if run["status"] == "ran":
-                verdict = compare_page(name, run, skips[name])
-                run["verdict"] = result_text(verdict) + f" ({GPU_NOTE})" * (
+        runs = in_parallel(lambda name: run_one(name, True), on_gpu, 1)
+        for name, ran in runs.items():
+            ran["verdict"] = ran.get("error")
+            if ran["status"] == "ran":
+                verdict = compare_page(name, ran, skips[name])
+                ran["verdict"] = result_text(verdict) + f" ({GPU_NOTE})" * (
                     verdict["status"] == "different")
-                run["cells"] = [
+                ran["cells"] = [
                     {"key": cell["key"], "fingerprint": cell["fingerprint"],
                      "output": text} for cell, text
-                    in zip(SITE["pages"][name]["cells"], run.pop("outputs"))]
-            print("\n".join(device_lines(name, run, device, cpu_runs[name])))
+                    in zip(SITE["pages"][name]["cells"], ran.pop("outputs"))]
+            print("\n".join(device_lines(name, ran, device, cpu_runs[name])))
         data["device"] = {"device": device, "gpu": gpu, "pages": runs}
     data["seconds"] = round(time.perf_counter() - start, 1)
     print(f"\n{data['summary']}")
     return data
 
 
-if __name__ == "__main__":
+if __name__ == "__main__" and sys.argv[1:2] == [RUN_BLOCKS]:  # run_page's
+    run_blocks(*sys.argv[2:])
+elif __name__ == "__main__" and sys.argv[1:2] == [MISSING]:  # not_runnable's
+    print(*(p for p in sys.argv[2:] if not importlib.util.find_spec(p)))
+elif __name__ == "__main__":
     if hasattr(sys.stdout, "reconfigure"):  # a console that lacks a character
         sys.stdout.reconfigure(errors="replace")
     sys.exit(main())
