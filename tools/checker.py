@@ -3,7 +3,7 @@
     python -m tools.checker                      # write check-appendix-a.py here
     python -m tools.checker versions [PYTHON...]  # make checker-versions
 
-The reader's program is tools/checker_template.py, served by the build (tools/hooks/render_pages.py) with the
+The reader's program is tools/checker_template.py, served by the build (tools/hooks/downloads.py) with the
 site embedded: every chapter page's download, what each block printed when recorded, A.9.3's DDP program (run
 whole) and its recorded run, the declared machine-dependent lines, and tools/page_runner.py, whole. So it runs and
 judges the pages exactly as the recorder and the tests do, and needs nothing but torch. `versions` runs it with
@@ -63,11 +63,12 @@ def site_data() -> dict:
 
 def page_program(page: str) -> dict:
     """A chapter page: its download, run block by block, and what each block printed when recorded."""
-    cells = pages.program(page)
-    return {"script": pages.download_name(page), "code": pages.download_text(page, cells),
-            "cells": [{"key": cell.key, "fingerprint": fingerprint, "needs": pages.imports(cell.code),
+    program = pages.read(page)
+    return {"script": pages.download_name(page), "code": pages.download_text(page, program.sections),
+            "cells": [{"key": cell.key, "fingerprint": program.fingerprints[cell.key],
+                       "needs": pages.imports(cell.code),
                        "output": path.read_text() if (path := store.output_path(cell.key, ".txt")).exists() else ""}
-                      for cell, fingerprint in zip(cells, pages.fingerprints(cells))]}
+                      for cell in program.sections]}
 
 
 def whole_program(page: str) -> dict:

@@ -40,18 +40,20 @@ from tools.store import (
 
 
 def record_page(page: str) -> dict:
-    """Run the page's download alone: {"cells": [...], "outputs": [text per cell], "environment": {...},
-    "plots": {"module:section": {data, svg}}}: the figure a section's code draws, as it is shown."""
-    cells = pages.program(page)
+    """Run the page's download alone: {"page": its pages.Page, "environment": {...}, "outputs": {"module:section":
+    what it printed}, "plots": {"module:section": {data, svg}}}: the figure a section's code draws, as it is shown."""
+    program = pages.read(page)
     try:
-        run = page_runner.run_page(pages.download_text(page, cells), pages.download_name(page), TIME_LIMIT, plots=True)
+        run = page_runner.run_page(pages.download_text(page, program.sections), pages.download_name(page),
+                                   TIME_LIMIT, plots=True)
     except TimedOut as stopped:
         raise RecordingError(f"the code of docs/{page} was {stopped}: does it wait for something?") from None
     except Failed as failed:
         raise RecordingError(f"the code of docs/{page} does not run alone: {failed}\n{failed.stderr}") from None
-    plots = {cell.key: {"data": plot["data"], "svg": in_both_palettes(plot["svg"])}
-             for cell, plot in zip(cells, run.pop("plots")) if plot}
-    return {"cells": cells, **run, "plots": plots}
+    keys = [section.key for section in program.sections]  # the download's `# %%` blocks, which the runner lists
+    return {"page": program, "environment": run["environment"], "outputs": dict(zip(keys, run["outputs"])),
+            "plots": {key: {"data": plot["data"], "svg": in_both_palettes(plot["svg"])}
+                      for key, plot in zip(keys, run["plots"]) if plot}}
 
 
 def in_both_palettes(svg: str) -> str:
@@ -81,17 +83,13 @@ def record(scripts: bool = True) -> Recording:
                                            run_key(name), varying)
     recording.manifest = {"environment": next(iter(runs.values()))["environment"], "pages": {}}
     for page, run in runs.items():
-        cells = run["cells"]
-        recording.manifest["pages"][page] = {
-            cell.key: {"code": fingerprint, "prints": bool(text)}
-            for cell, fingerprint, text in zip(cells, pages.fingerprints(cells), run["outputs"])}
+        recording.manifest["pages"][page] = {key: {"code": fingerprint, "prints": bool(run["outputs"][key])}
+                                             for key, fingerprint in run["page"].fingerprints.items()}
         recording.plots.update(run["plots"])
-        for cell, text in zip(cells, run["outputs"]):
-            if not text:
-                continue
-            earlier = recording.outputs.setdefault(cell.key, text)
-            if compare_text(earlier, text, cell.key, varying):
-                raise RecordingError(f"snippets/{cell.module}.py, section '{cell.section}' prints differently "
+        for section in run["page"].sections:
+            text = run["outputs"][section.key]
+            if text and compare_text(recording.outputs.setdefault(section.key, text), text, section.key, varying):
+                raise RecordingError(f"snippets/{section.module}.py, section '{section.name}' prints differently "
                                      f"on docs/{page} than on an earlier page; a section shown on two pages "
                                      "must print the same on both.")
     for key, text in recording.outputs.items():
@@ -105,7 +103,7 @@ def record(scripts: bool = True) -> Recording:
     for edition in EDITIONS.values():  # one notebook per language: the same cells, the text of its edition
         for name in pages.NOTEBOOKS:
             recording.notebooks[edition.notebooks / f"{name}.ipynb"] = notebook_text(
-                name, runs, recording.outputs, edition)
+                name, recording.outputs, recording.plots, edition)
     return recording
 
 
@@ -128,9 +126,7 @@ def record_gpu() -> Recording:
     recording = Recording(runs=runs)
     recording.manifest = {"environment": environment}
     for run in runs.values():
-        for cell, text in zip(run["cells"], run["outputs"]):
-            if text and cell.key in varying:
-                recording.outputs[cell.key] = text
+        recording.outputs.update({key: text for key, text in run["outputs"].items() if text and key in varying})
     return recording
 
 
@@ -183,9 +179,8 @@ def record_report(path: Path) -> Recording:
     recording.manifest = {"environment": {**runs[pages.GPU_PAGES[0]]["environment"], "recorded_by": (
         f"check-appendix-a.py --report on {report['date']} (checker {report['checker']})")}}
     for page in pages.GPU_PAGES:
-        run, cells = runs[page], pages.program(page)
-        if [(c["key"], c["fingerprint"]) for c in run["cells"]] != list(
-                zip((cell.key for cell in cells), pages.fingerprints(cells))):
+        run = runs[page]
+        if {cell["key"]: cell["fingerprint"] for cell in run["cells"]} != pages.read(page).fingerprints:
             raise RecordingError(f"{path} ran an older version of docs/{page}; run the checker downloaded from "
                                  "the site as it is now and attach its new report.")
         for cell in run["cells"]:
