@@ -105,7 +105,8 @@ def _blocks(markdown: str, program: pages.Page, edition) -> str:
                                      "was recorded; run `make outputs`."))
             elif entry["prints"] and section not in printed:
                 after.append(problem(f"{where}: its recorded output is missing; run `make outputs`."))
-        return (f"{indent}```python{attributes}\n{_indented(block.code + chr(10), indent)}{indent}```"
+        code = _indented(block.code + "\n", indent)
+        return (f"{indent}```python{attributes}\n{code}{indent}```"
                 + "".join("\n\n" + _indented(part.rstrip("\n"), indent) for part in after if part))
 
     parts, at = [], 0
