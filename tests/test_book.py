@@ -37,11 +37,11 @@ def problems_of(found: dict[str, book.Comparison], declared: tuple[book.Differen
     varying, problems = store.varying_patterns(), []
     for name, comparison in found.items():
         problems += comparison.problems
-        output, blocks = our_outputs(name), {page: pages.blocks(page) for page in pages.NOTEBOOKS[name]}
+        output = our_outputs(name)
         declared_cells = {number for d in declared if d.notebook == name for number in d.cells}
         for cell in (cell for cell in comparison.cells if cell.number in comparison.shown_at):
-            where, (page, index) = f"{name} code cell {cell.number}", comparison.shown_at[cell.number]
-            sections = blocks[page][index].keys
+            where, (_, block) = f"{name} code cell {cell.number}", comparison.shown_at[cell.number]
+            sections = block.keys
             machine_dependent = any(section in varying for section in sections)
             book_prints = printed(cell.outputs)
             shown = same_text(book_prints) in same_text("".join(output.get(s, "") for s in sections))
@@ -171,8 +171,9 @@ def test_every_block_says_whose_it_is_and_every_difference_is_explained_beside_i
         declared = {key: d.cells for d in book.differences() if d.notebook == name and d.cells for key in d.sections}
         built = (built_site / edition.prefix / Path(page).stem / "index.html").read_text()
         python = BeautifulSoup(built, "html.parser").select(".md-content div.highlight.language-python")
-        assert len(python) == len(pages.blocks(page)), f"{edition.prefix}{page}: a block is not of snippet sections"
-        for number, (html_block, block) in enumerate(zip(python, pages.blocks(page)), start=1):
+        blocks = pages.read(page, edition.docs).blocks
+        assert len(python) == len(blocks), f"{edition.prefix}{page}: a block is not of snippet sections"
+        for number, (html_block, block) in enumerate(zip(python, blocks), start=1):
             title = html_block.select_one(".filename").get_text() if html_block.select_one(".filename") else ""
             assert html_block.select_one("pre > code").get_text().rstrip("\n") == block.code
             if block.code in numbers:
@@ -188,9 +189,7 @@ def test_every_block_says_whose_it_is_and_every_difference_is_explained_beside_i
         noted, notes = book.notes_on(page), NOTE.findall(built)  # "Differs from the book"
         assert all(title == words["differs"] for title, _ in notes), notes
         notes = [text_of(body) for _, body in notes]
-        blocks = [[f"{m}:{s}" for m, s in pages.INCLUDE.findall(fence["includes"])]
-                  for fence in pages.SNIPPET_FENCE.finditer(pages.page_text(page, edition.docs))]
-        assert len(notes) == sum(any(key in noted for key in block) for block in blocks), notes
+        assert len(notes) == sum(any(key in noted for key in block.keys) for block in blocks), notes
         for difference in dict.fromkeys(d for ds in noted.values() for d in ds):
             reason = text_of(difference.reasons[edition.language].replace("`", ""))
             assert any(reason in note for note in notes), f"{edition.prefix}{page} has no note saying: {reason}"

@@ -136,5 +136,5 @@ def test_a_notebook_leaves_out_what_only_the_page_has(monkeypatch):
             "The values vary<!-- page only -->, as the output's\ntitle says<!-- /page only -->.\n")
     monkeypatch.setattr(pages, "page_text", lambda name, docs: page)
     text = [part for part in notebooks.page_parts("a1-what-is-pytorch.md", ENGLISH) if isinstance(part, str)]
-    assert text == ["## A.1 Title", "", "It runs on a CPU until you switch it:", "",
+    assert text == ['## A.1 Title <a id="a1-title"></a>', "", "It runs on a CPU until you switch it:", "",
                     "Change the `runtime` type.", "", "", "The values vary."], text

@@ -16,7 +16,7 @@ from conftest import ROOT
 
 from tools import pages, record, store
 from tools.page_runner import compare_text, process_group, survivors, tagged
-from tools.sections import SNIPPETS, read_chunks
+from tools.sections import SNIPPETS, read_sections
 from tools.store import OUTPUTS
 
 DRAWS = 300  # fresh random states per output that prints an unseeded draw
@@ -76,9 +76,9 @@ def test_each_plot_is_the_figure_its_own_block_draws(recording):
 
 
 def test_every_section_is_shown_on_a_page():
-    shown = {cell.key for page in pages.chapter_pages() for cell in pages.program(page)}
+    shown = {section.key for page in pages.chapter_pages() for section in pages.program(page)}
     modules = [p for p in SNIPPETS.glob("*.py") if p.stem != "__init__"]
-    sections = {f"{p.stem}:{c.name}" for p in modules for c in read_chunks(p) if c.name}
+    sections = {f"{p.stem}:{name}" for p in modules for name in read_sections(p)}
     assert sections - shown == set(), "sections that no page shows (so nothing runs them)"
 
 
@@ -92,7 +92,7 @@ def test_malformed_section_markers_are_refused(text, message, tmp_path):
     module = tmp_path / "broken.py"
     module.write_text(text)
     with pytest.raises(ValueError, match=message):
-        read_chunks(module)
+        read_sections(module)
 
 
 @pytest.mark.parametrize("pattern", [".*", ".+", r"[\s\S]*", r"\w+", "(?:ERROR|True|False)"])
@@ -149,9 +149,9 @@ RANDOM = [key for key, spec in store.varying_patterns().items() if spec.get("ran
 def test_an_unseeded_output_keeps_its_layout_whatever_the_draw(key, recording):
     """The page's code up to the section, run DRAWS times here from fresh random states: every printout
     has the recorded layout (its lines' count and lengths), only the digits change."""
-    page = next(p for p, run in recording.runs.items() if key in [c.key for c in run["cells"]])
-    cells = recording.runs[page]["cells"]
-    prefix = cells[: [c.key for c in cells].index(key) + 1]
+    page = next(p for p, run in recording.runs.items() if key in run["outputs"])
+    sections = recording.runs[page]["page"].sections
+    prefix = sections[: [s.key for s in sections].index(key) + 1]
     varying = store.varying_patterns()
     shapes = set()
     try:
@@ -159,9 +159,9 @@ def test_an_unseeded_output_keeps_its_layout_whatever_the_draw(key, recording):
             torch.seed()
             namespace, printed = {"__name__": "__main__"}, io.StringIO()
             with contextlib.redirect_stdout(printed):
-                for cell in prefix:
+                for section in prefix:
                     before = printed.tell()
-                    exec(cell.code, namespace)
+                    exec(section.code, namespace)
             text = printed.getvalue()[before:]
             diff = compare_text(recording.outputs[key], text, key, varying)
             assert diff is None, f"a fresh draw printed {key} in another layout:\n{diff}"
@@ -201,7 +201,7 @@ def test_an_interrupted_recording_changes_nothing_and_leaves_nothing_running(sig
 
 def test_a_page_that_hangs_is_stopped_and_named(monkeypatch):
     monkeypatch.setattr(record, "TIME_LIMIT", 1)
-    monkeypatch.setattr(pages, "download_text", lambda page, cells: "# %%\nimport time\ntime.sleep(60)\n")
+    monkeypatch.setattr(pages, "download_text", lambda page, sections: "# %%\nimport time\ntime.sleep(60)\n")
     with pytest.raises(store.RecordingError, match=r"^the code of docs/a2-understanding-tensors.md was still "
                                                     r"running after 1 s, so it was stopped"):
         record.record_page("a2-understanding-tensors.md")

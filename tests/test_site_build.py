@@ -15,7 +15,7 @@ import pytest
 from bs4 import BeautifulSoup
 from conftest import PUBLISHED, ROOT, SUB_PATH, mkdocs_build, nav_pages
 
-from tools import BOOK, book, claims, pages, prerequisites, tomllib
+from tools import BOOK, book, claims, pages, prerequisites, sections, tomllib
 from tools.editions import CHINESE, EDITIONS, ENGLISH, GLOSSARY
 from tools.page_runner import run
 
@@ -51,7 +51,7 @@ def test_a_page_shows_its_download_and_the_outputs_it_prints(page, built_site, r
     assert code == [line for cell in pages.split_download(download) for line in cell.splitlines() if line.strip()], (
         f"the code blocks of {url}/, copied top to bottom, are not its download")
     run = recording.runs[page]
-    printed = [recording.outputs[cell.key] for cell, text in zip(run["cells"], run["outputs"]) if text]
+    printed = [recording.outputs[key] for key, text in run["outputs"].items() if text]
     outputs = [text for title, text in shown if title.startswith("Output")]
     # Markdown expands tabs (A.8's error message has one) to 4 columns.
     assert "".join(outputs) == "".join(printed).expandtabs(4), f"the Output blocks of {url}/ are not what it printed"
@@ -391,7 +391,7 @@ def test_the_pages_say_the_pythons_of_pyproject_and_the_packages_the_code_import
         assert squeezed(edition.listing(needs)) in squeezed(box.text), f"{page}'s box does not say it needs {needs}"
         assert squeezed(table[f"../{Path(page).stem}/"]) == squeezed(edition.listing(needs)), f"Setup's row of {page}"
     # Exercise A.2's solution prints the version of every package the pages import (its list is teaching code).
-    versions = pages.section_code("exercise_solutions", "a2_versions")
+    versions = sections.section_code("exercise_solutions", "a2_versions")
     listed = ast.literal_eval(re.search(r"^packages = (\[.*\])$", versions, re.M)[1])
     assert set(everything) <= set(listed), f"Exercise A.2 leaves out {set(everything) - set(listed)}"
     assert "matplotlib" not in pages.needs(pages.program("exercises.md")), "the exercises print its version only"
@@ -402,7 +402,7 @@ def test_the_pages_say_the_pythons_of_pyproject_and_the_packages_the_code_import
         assert supported in article_text(built_site, edition.prefix + url), f"{url or 'Home'} does not say {supported}"
     # Exercise A.1 names the oldest, and its solution checks for it.
     assert re.search(rf"[(（]{re.escape(oldest)} ", article_text(built_site, f"{edition.prefix}exercises"))
-    assert f"sys.version_info >= (3, {oldest.split('.')[1]})" in pages.section_code(
+    assert f"sys.version_info >= (3, {oldest.split('.')[1]})" in sections.section_code(
         "exercise_solutions", "a1_python_version")
     _, stdout, _ = run(["make", "-s", "--no-print-directory", "--eval", "pythons: ; @echo $(SUPPORTED_PYTHONS)",
                         "pythons"], 60, cwd=ROOT)  # also under make -C

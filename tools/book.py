@@ -53,7 +53,7 @@ def differences(path: Path = DECLARED) -> tuple[Difference, ...]:
             raise ValueError(f"{where}: notebook must be one of {', '.join(pages.NOTEBOOKS)}")
         if ("cells" in entry) == ("fix" in entry):
             raise ValueError(f"{where}: give either cells (the book's code cells) or fix (an issue number)")
-        shown = {page: pages.section_keys(page) for page in pages.NOTEBOOKS[entry["notebook"]]}
+        shown = {page: [section.key for section in pages.program(page)] for page in pages.NOTEBOOKS[entry["notebook"]]}
         if not entry.get("sections") or not set(entry["sections"]) <= {key for keys in shown.values() for key in keys}:
             raise ValueError(f"{where}: sections must name sections shown on the pages of {entry['notebook']}")
         if not (entry.get("reason") and entry.get("reason_zh")):
@@ -74,7 +74,7 @@ def notes_on(page: str) -> dict[str, list[Difference]]:
 
 
 @dataclass(frozen=True)
-class BookCell:
+class BookCell:  # a code cell of the book's notebook: what one block of ours shows, or a declared difference does
     number: int  # counted from 1, code cells only, as snippets/book_differences.toml counts
     source: str
     outputs: tuple[dict, ...]  # as the notebook stores them
@@ -104,26 +104,25 @@ def book_cells(name: str, folder: Path = BOOK) -> list[BookCell]:
 class Comparison:  # one notebook of the book against the blocks of its pages
     cells: list[BookCell]
     identical: list[int]  # the cells that a block shows with the book's text
-    shown_at: dict[int, tuple[str, int]]  # cell -> (page, index of the block on it), declared ones too
+    shown_at: dict[int, tuple[str, pages.Block]]  # cell -> the page and block that show it, declared ones too
     problems: list[str]
 
 
 def compare(name: str, cells: list[BookCell], declared: tuple[Difference, ...]) -> Comparison:
     """Find each cell of the book's notebook `name`, in the book's order, in the blocks of its pages."""
-    placed = [(page, index, block) for page in pages.NOTEBOOKS[name]
-              for index, block in enumerate(pages.blocks(page))]
+    placed = [(page, block) for page in pages.NOTEBOOKS[name] for block in pages.read(page).blocks]
     declared = {number: d for d in declared if d.notebook == name for number in d.cells}
     result, cursor = Comparison(cells, [], {}, []), 0
     for cell in cells:
         where, text = f"{name} code cell {cell.number}", cell.shown
-        at = next((i for i in range(cursor, len(placed)) if placed[i][2].code == text), None)
+        at = next((i for i in range(cursor, len(placed)) if placed[i][1].code == text), None)
         if at is not None:
             result.identical.append(cell.number)
         elif cell.number in declared:
             sections = set(declared[cell.number].sections)
-            showing = [i for i, (_, _, block) in enumerate(placed) if sections & set(block.keys)]
+            showing = [i for i, (_, block) in enumerate(placed) if sections & set(block.keys)]
             at = next((i for i in showing if i >= cursor), showing[0])
-        elif any(block.code == text for _, _, block in placed):
+        elif any(block.code == text for _, block in placed):
             result.problems.append(f"{where} is on the pages, but not in the book's order: it comes before "
                                    f"cells that the book runs first.\n{text}")
             continue
@@ -132,7 +131,7 @@ def compare(name: str, cells: list[BookCell], declared: tuple[Difference, ...]) 
                                    f"comments included), and {DECLARED.name} does not declare it: show it, or "
                                    f"declare why not.\n{text}")
             continue
-        result.shown_at[cell.number] = placed[at][:2]
+        result.shown_at[cell.number] = placed[at]
         cursor = max(cursor, at + 1)
     return result
 
@@ -157,13 +156,13 @@ class Label:  # of a block that shows cells of the book's notebook
         return title + (words["changed"] if self.changed else "")
 
 
-def labels(page: str) -> dict[int, Label]:
-    """{index of a block on `page`: the book's cells it shows}; blocks not in it are ours."""
+def labels(page: str) -> dict[tuple[str, ...], Label]:
+    """{the keys of a block on `page` (in either edition): the book's cells it shows}; blocks not in it are ours."""
     if (name := pages.notebook_of(page)) is None:
         return {}
     comparison, declared = comparisons()[name], {n for d in differences() if d.notebook == name for n in d.cells}
     cells = {}
-    for number, (where, index) in comparison.shown_at.items():
+    for number, (where, block) in comparison.shown_at.items():
         if where == page:
-            cells.setdefault(index, []).append(number)
-    return {index: Label(name, tuple(numbers), bool(declared & set(numbers))) for index, numbers in cells.items()}
+            cells.setdefault(block.keys, []).append(number)
+    return {keys: Label(name, tuple(numbers), bool(declared & set(numbers))) for keys, numbers in cells.items()}

@@ -4,7 +4,7 @@
     python -m tools.checker versions [PYTHON...]  # make checker-versions
 
 The reader's program is tools/check_appendix_a.py, which imports tools/page_runner.py; the build serves the two
-(tools/hooks/render_pages.py) as one file, the runner's code first, with the site's data in place of an empty SITE:
+(tools/hooks/downloads.py) as one file, the runner's code first, with the site's data in place of an empty SITE:
 every chapter page's download, what each block printed when recorded, A.9.3's DDP program (run whole) and its
 recorded run, the declared machine-dependent lines. So it runs and judges the pages exactly as the recorder and the
 tests do, and needs nothing but torch. `versions` runs it with each given Python and adds what it found, with
@@ -61,11 +61,12 @@ def site_data() -> dict:
 
 def page_program(page: str) -> dict:
     """A chapter page: its download, run block by block, and what each block printed when recorded."""
-    cells = pages.program(page)
-    return {"script": pages.download_name(page), "code": pages.download_text(page, cells),
-            "cells": [{"key": cell.key, "fingerprint": fingerprint, "needs": pages.imports(cell.code),
+    program = pages.read(page)
+    return {"script": pages.download_name(page), "code": pages.download_text(page, program.sections),
+            "cells": [{"key": cell.key, "fingerprint": program.fingerprints[cell.key],
+                       "needs": pages.imports(cell.code),
                        "output": path.read_text() if (path := store.output_path(cell.key, ".txt")).exists() else ""}
-                      for cell, fingerprint in zip(cells, pages.fingerprints(cells))]}
+                      for cell in program.sections]}
 
 
 def whole_program(page: str) -> dict:

@@ -1,60 +1,90 @@
 """The notebooks (code-part1, code-part2, exercise-solutions), made of the pages' text and code and
 of the outputs of the pages' runs, in each edition: docs/notebooks/ and docs-zh/notebooks/."""
 
+import html
 import re
-from dataclasses import dataclass
 
 import nbformat
+from markdown.extensions.toc import slugify
 
 from tools import claims, pages, prerequisites
-from tools.editions import Edition
+from tools.editions import ENGLISH, Edition
+from tools.sections import Section
 
 KERNEL = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
 ADMONITION = re.compile(r'^(?:!!!|\?\?\?\+?|===) ?(\w*)(?: *"([^"]*)")?\s*$')
-FENCE = re.compile(r"^(`{3,})(\w*)")
+FENCE = re.compile(r"^(`{3,})(\w*)")  # of text, math or a shell: the code blocks are the page's pages.Block
+# A heading, and its anchor in the English edition: a Chinese heading's `{ #anchor }` (Jupyter would show it as text),
+# else what the toc extension makes of it (of a page's title, the English one). The notebook keeps it in an <a id>,
+# and its page takes it (tools/hooks/render_notebooks.py): mkdocs-jupyter makes ids of the ASCII letters only.
+HEADING = re.compile(r"^(#{1,5}) (.*?)(?: \{ *#([\w-]+) *\})?$")
 LOCAL_LINK = re.compile(r"\[([^\]]+)\]\((?!https?://)[^)]*\)")
 # What only the page has: its text between these marks (an output's title, the box at its end), and a figure, but
 # for one the text leads into (data-notebook="caption"), whose caption then says in words what it shows.
 PAGE_ONLY = re.compile(r"<!-- page only -->.*?<!-- /page only -->", re.S)
 FIGURE = re.compile(r"<figure([^>]*)>.*?(?:<figcaption>(.*?)</figcaption>.*?)?</figure>\n?", re.S)
+SVG_METADATA = re.compile(r"\s*<metadata>.*?</metadata>", re.S)
 
 
 def _figure(match: re.Match) -> str:
     return re.sub(r"</?code>", "`", match[2]) + "\n" if 'data-notebook="caption"' in match[1] else ""
 
 
-@dataclass(frozen=True)
-class Code:  # an include of a snippet section: the `index`th cell of the page's program
-    index: int
-    earlier: bool  # inside the page's "Code from earlier sections" block
-
-
-def page_parts(page: str, edition: Edition) -> list[str | Code]:
-    """The page in `edition` as lines of text (as a notebook's text cell shows them) and code cells, in order."""
+def page_parts(page: str, edition: Edition) -> list[str | tuple[Section, bool]]:
+    """The page in `edition` as lines of text (as a notebook's text cell shows them) and its sections, each with
+    whether it is in the page's "Code from earlier sections" block, in order."""
     text = re.sub(r"\A---\n.*?\n---\n", "", pages.page_text(page, edition.docs), flags=re.S)
     text = FIGURE.sub(_figure, PAGE_ONLY.sub("", claims.without_marks(prerequisites.fill(text, edition))))
-    parts, fence, language, include, earlier = [], None, "", 0, False  # None in parts: a line left out
-    for line in text.splitlines():
+    blocks = {text.count("\n", 0, block.fence.start()): block for block in pages.read(page, text=text).blocks}
+    parts, fence, language, earlier, after = [], None, "", False, 0  # None in parts: a line left out
+    for number, line in enumerate(text.splitlines()):
+        if block := blocks.get(number):
+            parts += [(section, earlier) for section in block.sections]
+            earlier, after = False, number + block.fence[0].count("\n") + 1
+        if number < after:
+            continue
         line = re.sub(r"^(?: {4})+", "", line)  # bodies of admonitions and tabs become plain text
         if fence and not line.startswith(fence):
-            if pages.INCLUDE.match(line):
-                parts.append(Code(include, earlier))
-                include += 1
-            elif language != "python":
-                parts.append(line)
+            parts.append(line)
         elif match := FENCE.match(line):  # a fence closes, or opens
-            fence, language, earlier = (None, language, False) if fence else (match[1], match[2], earlier)
-            parts.append({"math": "$$", "python": None}.get(language, line))
+            fence, language = (None, language) if fence else (match[1], match[2])
+            parts.append("$$" if language == "math" else line)
         elif match := ADMONITION.match(line):
             heading = match[2] if match[2] is not None else match[1].capitalize()
             earlier = heading == edition.words["earlier_code"]
             parts.append(None if earlier or not heading else f"**{heading}**\n")
         elif not (earlier or line.startswith("<") or "--8<--" in line):
-            if heading := re.match(r"^(#{1,5}) (.*?)(?: \{ *#[\w-]+ *\})?$", line):
-                # one level down; no code marks (the TOC) and no `{ #anchor }`, which Jupyter shows as text
-                line = f"#{heading[1]} {heading[2].replace('`', '')}"
-            parts.append(LOCAL_LINK.sub(r"\1", line))
+            line = LOCAL_LINK.sub(r"\1", line)
+            if heading := HEADING.match(line):  # one level down, without code marks (the TOC), with an anchor
+                text = heading[2].replace("`", "")
+                anchor = heading[3] or slugify(pages.title(page) if heading[1] == "#" else text, "-")
+                line = f'#{heading[1]} {text} <a id="{anchor}"></a>'
+            parts.append(line)
     return [part for part in parts if part is not None]
+
+
+def unwrapped(markup: str, tag: str, drop) -> str:
+    """`markup` without the <tag> elements whose opening tag `drop` picks; what they held stays."""
+    kept, dropped, start = [], [], 0
+    for match in re.finditer(rf"<{tag}\b[^>]*>|</{tag}>", markup):
+        if match[0].startswith("</"):
+            gone = dropped.pop()
+        else:
+            dropped.append(gone := drop(match[0]))
+        if gone:
+            kept.append(markup[start:match.start()])
+            start = match.end()
+    return "".join(kept) + markup[start:]
+
+
+def plot_html(svg: str, caption: str) -> str:
+    """A recorded plot as the notebook's page shows it, and Jupyter and Colab: inline, so that it follows the
+    palette, named by its caption; without matplotlib's <metadata> and its <g>s without attributes (lighter).
+    nbconvert shows text/html before image/svg+xml, so mkdocs-jupyter puts it in the page as it is."""
+    svg = unwrapped(SVG_METADATA.sub("", svg[svg.index("<svg"):]), "g", lambda tag: tag == "<g>")
+    svg = "\n".join(line for line in svg.splitlines() if line.strip())  # the lines of the <g>s
+    style = "max-width: 100%; height: auto"  # as wide as the column at most, on a phone too
+    return svg.replace("<svg ", f'<svg role="img" aria-label="{html.escape(caption, quote=True)}" style="{style}" ', 1)
 
 
 def _markdown_cell(lines: list[str]):
@@ -62,36 +92,38 @@ def _markdown_cell(lines: list[str]):
     return [nbformat.v4.new_markdown_cell(text)] if text else []
 
 
-def notebook_text(name: str, runs: dict[str, dict], outputs: dict[str, str], edition: Edition) -> str:
-    """The notebook `name` as it is stored: text cells from its pages in `edition`, code cells with outputs."""
+def notebook_text(name: str, outputs: dict[str, str], plots: dict[str, dict], edition: Edition) -> str:
+    """The notebook `name` as it is stored: text cells from its pages in `edition`, code cells with the outputs
+    and plots recorded for their sections."""
     notebook_pages, words = pages.NOTEBOOKS[name], edition.words
     first, last = (pages.title(page, edition.docs).split(" ")[0] for page in (notebook_pages[0], notebook_pages[-1]))
     chapters = first if first == last else words["chapter_range"].format(first=first, last=last)
-    packages = pages.needs([cell for page in notebook_pages for cell in runs[page]["cells"]])
+    packages = pages.needs([section for page in notebook_pages for section in pages.program(page)])
     intro = edition.spaced(words["notebook_intro"].format(chapters=chapters, packages=edition.listing(packages)))
-    cells = [nbformat.v4.new_markdown_cell(f"# {words[name]}\n\n{intro}")]
-    seen = set()
+    title = f'# {words[name]} <a id="{slugify(ENGLISH.words[name], "-")}"></a>'
+    cells, seen = [nbformat.v4.new_markdown_cell(f"{title}\n\n{intro}")], set()
     for page in notebook_pages:
-        program, markdown, noted = runs[page]["cells"], [], False
+        markdown, noted = [], False
         for part in page_parts(page, edition):
             if isinstance(part, str):
                 markdown.append(part)
                 continue
-            cell = program[part.index]
-            if cell.key in seen:
+            section, earlier = part
+            if section.key in seen:
                 continue  # an earlier page of this notebook defined it already
-            if part.earlier and not noted:
+            if earlier and not noted:
                 markdown.append(f"\n{words['earlier_code_cell']}")
                 noted = True
             cells += _markdown_cell(markdown)
             markdown = []
-            seen.add(cell.key)
-            code = nbformat.v4.new_code_cell(cell.code, metadata={"section": cell.key}, execution_count=len(seen))
-            if cell.key in outputs:
-                code.outputs = [nbformat.v4.new_output("stream", name="stdout", text=outputs[cell.key])]
-            if plot := runs[page]["plots"].get(cell.key):
+            seen.add(section.key)
+            code = nbformat.v4.new_code_cell(section.code, metadata={"section": section.key}, execution_count=len(seen))
+            if section.key in outputs:
+                code.outputs = [nbformat.v4.new_output("stream", name="stdout", text=outputs[section.key])]
+            if plot := plots.get(section.key):
+                caption = words[f"plot:{section.key}"]
                 code.outputs.append(nbformat.v4.new_output(
-                    "display_data", data={"image/svg+xml": plot["svg"], "text/plain": words[f"plot:{cell.key}"]}))
+                    "display_data", data={"text/html": plot_html(plot["svg"], caption), "text/plain": caption}))
             cells.append(code)
         cells += _markdown_cell(markdown)
     for number, cell in enumerate(cells):

@@ -6,12 +6,13 @@ import hashlib
 import re
 import sys
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from tools import BOOK, ROOT
 from tools.editions import ENGLISH
-from tools.sections import section_code
+from tools.sections import Section
 
 DOCS = ROOT / "docs"
 # The one mapping from notebooks to pages: name -> pages in order (the titles are in tools/words.toml).
@@ -26,22 +27,54 @@ NOTEBOOKS = {
 # The pages with device code: their machine-dependent outputs are recorded on a GPU too (make gpu-check).
 GPU_PAGES = ["a1-what-is-pytorch.md", "a9-gpu-training.md", "exercises.md"]
 
-# An include of a snippet section on its own line, at any indentation.
-INCLUDE = re.compile(r'^[ \t]*--8<-- "snippets/(\w+)\.py:([\w-]+)"[ \t]*$', re.M)
-# A python fence whose body is one or more snippet-section includes (a blank line may part two): one block.
-SNIPPET_FENCE = re.compile(r'^(?P<indent>[ \t]*)```python(?P<attributes>[^\n]*)\n(?P<includes>(?:(?P=indent)--8<-- '
-                           r'"snippets/\w+\.py:[\w-]+"\n(?:[ \t]*\n(?=[ \t]*--8<--))?)+)(?P=indent)```[ \t]*$', re.M)
+# A code block: a python fence whose body is snippet-section includes, each on its own line (a blank line may part
+# two), read by INCLUDE. The one pattern of a block: every part of the site reads its blocks with it.
+_INCLUDE = r'--8<-- "snippets/(\w+)\.py:([\w-]+)"'
+INCLUDE = re.compile(rf"^[ \t]*{_INCLUDE}[ \t]*$", re.M)
+SNIPPET_FENCE = re.compile(rf"^(?P<indent>[ \t]*)```python(?P<attributes>[^\n]*)\n(?P<includes>(?:(?P=indent)"
+                           rf"{_INCLUDE}\n(?:[ \t]*\n(?=[ \t]*--8<--))?)+)(?P=indent)```[ \t]*$", re.M)
+OURS = re.compile(r'\s*\bours="([^"]*)"')  # in a block's opening line: ```python ours="what it adds"
 
 
 @dataclass(frozen=True)
-class Cell:
-    module: str
-    section: str
-    code: str
+class Block:  # a code block of a page: the sections it shows, where it stands in the page's text
+    fence: re.Match
+
+    @cached_property
+    def sections(self) -> tuple[Section, ...]:
+        return tuple(Section(*include) for include in INCLUDE.findall(self.fence["includes"]))
 
     @property
-    def key(self) -> str:
-        return f"{self.module}:{self.section}"
+    def keys(self) -> tuple[str, ...]:
+        return tuple(section.key for section in self.sections)
+
+    @property
+    def code(self) -> str:  # as the page shows it, a blank line between two includes kept
+        sections = iter(self.sections)
+        return "\n".join(next(sections).code if line.strip() else "" for line in self.fence["includes"].splitlines())
+
+    @property
+    def ours(self) -> str | None:  # what it adds, where it says it is ours
+        return match[1] if (match := OURS.search(self.fence["attributes"])) else None
+
+
+@dataclass(frozen=True)
+class Page:  # a page's code: its blocks, top to bottom
+    name: str
+    blocks: tuple[Block, ...]
+
+    @property
+    def sections(self) -> list[Section]:  # its program
+        return [section for block in self.blocks for section in block.sections]
+
+    @cached_property
+    def fingerprints(self) -> dict[str, str]:
+        """{section key: a hash of its code and every section's before it}: what its output depends on."""
+        digest, prints = hashlib.sha256(), {}
+        for section in self.sections:
+            digest.update(section.code.encode() + b"\0")
+            prints[section.key] = digest.copy().hexdigest()[:16]
+        return prints
 
 
 def chapter_pages() -> list[str]:  # the pages whose code is recorded: every notebook's, in notebook order
@@ -56,37 +89,14 @@ def page_text(page: str, docs: Path = DOCS) -> str:
     return (docs / page).read_text()
 
 
-def program(page: str, text: str | None = None) -> list[Cell]:  # KeyError if an included section does not exist
-    return [Cell(m, s, section_code(m, s)) for m, s in INCLUDE.findall(page_text(page) if text is None else text)]
+def read(page: str, docs: Path = DOCS, text: str | None = None) -> Page:
+    """The page (or `text`, its Markdown as a hook has it): its code read as each section is asked for."""
+    text = page_text(page, docs) if text is None else text
+    return Page(page, tuple(map(Block, SNIPPET_FENCE.finditer(text))))
 
 
-@dataclass(frozen=True)
-class Block:  # a code block of a page
-    keys: tuple[str, ...]
-    code: str
-
-
-def blocks(page: str, docs: Path = DOCS) -> list[Block]:
-    return [Block(tuple(f"{m}:{s}" for m, s in INCLUDE.findall(fence["includes"])), block_code(fence["includes"]))
-            for fence in SNIPPET_FENCE.finditer(page_text(page, docs))]
-
-
-def block_code(includes: str, code=section_code) -> str:
-    """The code of a block's includes, `code(module, section)` each, as the page shows it."""
-    return "\n".join(code(*INCLUDE.match(line).groups()) if line.strip() else "" for line in includes.splitlines())
-
-
-def section_keys(page: str, docs: Path = DOCS) -> list[str]:  # the "module:section" keys a page includes, unread
-    return [f"{m}:{s}" for m, s in INCLUDE.findall(page_text(page, docs))]
-
-
-def fingerprints(cells: list[Cell]) -> list[str]:
-    """For each cell, a hash of its code and every cell's before it: what its output depends on."""
-    digest, prints = hashlib.sha256(), []
-    for cell in cells:
-        digest.update(cell.code.encode() + b"\0")
-        prints.append(digest.copy().hexdigest()[:16])
-    return prints
+def program(page: str) -> list[Section]:  # KeyError (on reading its code) if an included section does not exist
+    return read(page).sections
 
 
 def title(page: str, docs: Path = DOCS) -> str:
@@ -110,23 +120,23 @@ def imports(code: str) -> list[str]:
     return list(dict.fromkeys(package for package in packages if package not in sys.stdlib_module_names))
 
 
-def needs(cells: list[Cell]) -> list[str]:
-    """What a reader installs to run these cells (requirements.txt pins each)."""
-    return list(dict.fromkeys(package for cell in cells for package in imports(cell.code)))
+def needs(sections: list[Section]) -> list[str]:
+    """What a reader installs to run these sections (requirements.txt pins each)."""
+    return list(dict.fromkeys(package for section in sections for package in imports(section.code)))
 
 
 def all_needs() -> list[str]:  # to run every chapter page
-    return needs([cell for page in chapter_pages() for cell in program(page)])
+    return needs([section for page in chapter_pages() for section in program(page)])
 
 
-def download_text(page: str, cells: list[Cell] | None = None) -> str:
-    """The page's code as one script that runs alone, one `# %%` cell per block (editors show them as cells)."""
-    cells = program(page) if cells is None else cells
-    packages = needs(cells)
+def download_text(page: str, sections: list[Section] | None = None) -> str:
+    """The page's code as one script that runs alone, one `# %%` cell per section (editors show them as cells)."""
+    sections = program(page) if sections is None else sections
+    packages = needs(sections)
     header = (f'"""{title(page)}: the code of this page of "Appendix A: Introduction to PyTorch",\n'
               f"in page order. It needs {ENGLISH.listing(packages)} (pip install {' '.join(packages)}):\n"
               f'python {download_name(page)}\n"""\n')
-    return header + "".join(f"\n# %%\n{cell.code}\n" for cell in cells)
+    return header + "".join(f"\n# %%\n{section.code}\n" for section in sections)
 
 
 def split_download(text: str) -> list[str]:
@@ -145,7 +155,7 @@ def book_commit() -> str:
 def colab_link(config, notebook: str, edition, words: str) -> str:
     """The edition's `words` linking Colab to this site's notebook where its repository is on GitHub, else (in the
     words `words`_book) to the book's, at the commit book/ copies."""
-    repo = urlsplit(config.extra.get("site_repository") or "")  # where REPO_URL says (tools/hooks/render_pages.py)
+    repo = urlsplit(config.extra.get("site_repository") or "")  # where REPO_URL says (tools/hooks/edition.py)
     if repo.netloc != "github.com":
         path, words = f"{urlsplit(BOOK_REPOSITORY).path}/blob/{book_commit()}/{BOOK_NOTEBOOKS}", f"{words}_book"
     else:

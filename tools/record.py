@@ -19,39 +19,29 @@ import sys
 from itertools import zip_longest
 from pathlib import Path
 
-from tools import ROOT, page_runner, pages
+from tools import ROOT, page_runner, pages, store
 from tools.ddp_runs import SCRIPT_RUNS, run_key, run_script
 from tools.editions import EDITIONS
 from tools.notebooks import notebook_text
 from tools.page_runner import TIME_LIMIT, Failed, TimedOut, compare_text, in_parallel, write_files
-from tools.store import (
-    GPU_OUTPUTS,
-    SCRIPT_OUTPUTS,
-    VARYING,
-    Recording,
-    RecordingError,
-    output_path,
-    read_report,
-    stored_output,
-    to_store,
-    varying_patterns,
-    write,
-)
+from tools.store import GPU_OUTPUTS
 
 
 def record_page(page: str) -> dict:
-    """Run the page's download alone: {"cells": [...], "outputs": [text per cell], "environment": {...},
-    "plots": {"module:section": {data, svg}}}: the figure a section's code draws, as it is shown."""
-    cells = pages.program(page)
+    """Run the page's download alone: {"page": its pages.Page, "environment": {...}, "outputs": {"module:section":
+    what it printed}, "plots": {"module:section": {data, svg}}}: the figure a section's code draws, as it is shown."""
+    program = pages.read(page)
     try:
-        run = page_runner.run_page(pages.download_text(page, cells), pages.download_name(page), TIME_LIMIT, plots=True)
+        run = page_runner.run_page(pages.download_text(page, program.sections), pages.download_name(page),
+                                   TIME_LIMIT, plots=True)
     except TimedOut as stopped:
-        raise RecordingError(f"the code of docs/{page} was {stopped}: does it wait for something?") from None
+        raise store.RecordingError(f"the code of docs/{page} was {stopped}: does it wait for something?") from None
     except Failed as failed:
-        raise RecordingError(f"the code of docs/{page} does not run alone: {failed}\n{failed.stderr}") from None
-    plots = {cell.key: {"data": plot["data"], "svg": in_both_palettes(plot["svg"])}
-             for cell, plot in zip(cells, run.pop("plots")) if plot}
-    return {"cells": cells, **run, "plots": plots}
+        raise store.RecordingError(f"the code of docs/{page} does not run alone: {failed}\n{failed.stderr}") from None
+    keys = [section.key for section in program.sections]  # the download's `# %%` blocks, which the runner lists
+    return {"page": program, "environment": run["environment"], "outputs": dict(zip(keys, run["outputs"])),
+            "plots": {key: {"data": plot["data"], "svg": in_both_palettes(plot["svg"])}
+                      for key, plot in zip(keys, run["plots"]) if plot}}
 
 
 def in_both_palettes(svg: str) -> str:
@@ -64,83 +54,77 @@ def in_both_palettes(svg: str) -> str:
     return svg.replace("*{", "figure.plot svg *{", 1)
 
 
-def record(scripts: bool = True) -> Recording:
+def record(scripts: bool = True) -> store.Recording:
     """Run every chapter page once (and the DDP scripts' recorded runs), and make what is stored."""
     chapter_pages = pages.chapter_pages()
     # All in one pool, a DDP run (the longest jobs) and a page in turn: pages run from the start.
     jobs = [job for pair in zip_longest(SCRIPT_RUNS if scripts else [], chapter_pages) for job in pair if job]
     done = in_parallel(lambda job: (run_script if job in SCRIPT_RUNS else record_page)(job), jobs, os.cpu_count() or 2)
     runs = {page: done[page] for page in chapter_pages}
-    varying = varying_patterns()
-    recording = Recording(runs=runs)
+    varying = store.varying_patterns()
+    recording = store.Recording(runs=runs)
     if scripts:
         recording.scripts = {name: done[name] for name in SCRIPT_RUNS}
         for name, text in recording.scripts.items():
-            stored = SCRIPT_OUTPUTS / name
-            recording.scripts[name] = to_store(stored.read_text() if stored.exists() else None, text,
+            stored = store.SCRIPT_OUTPUTS / name
+            recording.scripts[name] = store.to_store(stored.read_text() if stored.exists() else None, text,
                                            run_key(name), varying)
     recording.manifest = {"environment": next(iter(runs.values()))["environment"], "pages": {}}
     for page, run in runs.items():
-        cells = run["cells"]
-        recording.manifest["pages"][page] = {
-            cell.key: {"code": fingerprint, "prints": bool(text)}
-            for cell, fingerprint, text in zip(cells, pages.fingerprints(cells), run["outputs"])}
+        recording.manifest["pages"][page] = {key: {"code": fingerprint, "prints": bool(run["outputs"][key])}
+                                             for key, fingerprint in run["page"].fingerprints.items()}
         recording.plots.update(run["plots"])
-        for cell, text in zip(cells, run["outputs"]):
-            if not text:
-                continue
-            earlier = recording.outputs.setdefault(cell.key, text)
-            if compare_text(earlier, text, cell.key, varying):
-                raise RecordingError(f"snippets/{cell.module}.py, section '{cell.section}' prints differently "
+        for section in run["page"].sections:
+            text = run["outputs"][section.key]
+            if text and compare_text(recording.outputs.setdefault(section.key, text), text, section.key, varying):
+                raise store.RecordingError(f"snippets/{section.module}.py, section '{section.name}' prints differently "
                                      f"on docs/{page} than on an earlier page; a section shown on two pages "
                                      "must print the same on both.")
     for key, text in recording.outputs.items():
-        recording.outputs[key] = to_store(stored_output(key), text, key, varying)
+        recording.outputs[key] = store.to_store(store.stored_output(key), text, key, varying)
     for key in recording.plots:
         if missing := [edition.name for edition in EDITIONS.values() if f"plot:{key}" not in edition.words]:
             module, section = key.split(":")
-            raise RecordingError(f"snippets/{module}.py, section '{section}' draws a plot, but tools/words.toml "
+            raise store.RecordingError(f"snippets/{module}.py, section '{section}' draws a plot, but tools/words.toml "
                                  f"has no words 'plot:{key}' (what the plot shows: its alt text) in "
                                  f"{' and '.join(missing)}; add them.")
     for edition in EDITIONS.values():  # one notebook per language: the same cells, the text of its edition
         for name in pages.NOTEBOOKS:
             recording.notebooks[edition.notebooks / f"{name}.ipynb"] = notebook_text(
-                name, runs, recording.outputs, edition)
+                name, recording.outputs, recording.plots, edition)
     return recording
 
 
-def summary(recording: Recording, changed: list[Path]) -> str:
+def summary(recording: store.Recording, changed: list[Path]) -> str:
     """What a recording wrote, as `make outputs` and `pytest --update-outputs` report it."""
     scripts = f" and {len(recording.scripts)} DDP runs" if recording.scripts is not None else ""
     return (f"recorded {len(recording.runs)} pages{scripts}: {len(changed)} file(s) changed"
             + "".join(f"\n  {path.relative_to(ROOT)}" for path in changed))
 
 
-def record_gpu() -> Recording:
+def record_gpu() -> store.Recording:
     """On a CUDA machine: the machine-dependent outputs of the pages that use a GPU, into
     snippets/outputs/gpu/ (the pages show them beside the CPU ones, labelled with the GPU)."""
     runs = dict(zip(pages.GPU_PAGES, map(record_page, pages.GPU_PAGES)))  # one after another: one GPU
     environment = next(iter(runs.values()))["environment"]
     if not environment["gpu"]:
-        raise RecordingError("make gpu-check records GPU outputs, but this torch sees no CUDA GPU; run it on a "
+        raise store.RecordingError("make gpu-check records GPU outputs, but this torch sees no CUDA GPU; run it on a "
                              "machine with one (and a CUDA build of torch).")
-    varying = varying_patterns()
-    recording = Recording(runs=runs)
+    varying = store.varying_patterns()
+    recording = store.Recording(runs=runs)
     recording.manifest = {"environment": environment}
     for run in runs.values():
-        for cell, text in zip(run["cells"], run["outputs"]):
-            if text and cell.key in varying:
-                recording.outputs[cell.key] = text
+        recording.outputs.update({key: text for key, text in run["outputs"].items() if text and key in varying})
     return recording
 
 
-def gpu_files(recording: Recording) -> dict[Path, str]:
-    files = {output_path(key, ".txt", GPU_OUTPUTS): text for key, text in recording.outputs.items()}
+def gpu_files(recording: store.Recording) -> dict[Path, str]:
+    files = {store.output_path(key, ".txt", GPU_OUTPUTS): text for key, text in recording.outputs.items()}
     files[GPU_OUTPUTS / "recorded.json"] = json.dumps(recording.manifest, indent=2, sort_keys=True) + "\n"
     return files
 
 
-def write_gpu(recording: Recording) -> list[Path]:
+def write_gpu(recording: store.Recording) -> list[Path]:
     write_files(files := gpu_files(recording))
     return list(files)
 
@@ -162,39 +146,38 @@ def signs_of_no_cuda(runs: dict) -> list[str]:
                       if cell["key"] in CUDA_LINES and cell["output"].strip() != CUDA_LINES[cell["key"]]]
 
 
-def record_report(path: Path) -> Recording:
+def record_report(path: Path) -> store.Recording:
     """The GPU outputs of a check-appendix-a.py report made on a CUDA machine, as record_gpu() would record
     them; refused if the pages' code has changed since, or if its runs were not made on the GPU it names."""
-    report = read_report(path)
+    report = store.read_report(path)
     device = report.get("device") or {}
     if device.get("device") != "cuda":
-        raise RecordingError(f"{path} was made on a machine without a CUDA GPU, so it has no GPU outputs to "
+        raise store.RecordingError(f"{path} was made on a machine without a CUDA GPU, so it has no GPU outputs to "
                              "record; the site records them from a report made on an NVIDIA GPU.")
-    varying, runs = varying_patterns(), device["pages"]
+    varying, runs = store.varying_patterns(), device["pages"]
     for page in pages.GPU_PAGES:
         if runs.get(page, {}).get("status") != "ran":
-            raise RecordingError(f"{path} has no run of docs/{page} on the GPU; run the checker on every page "
+            raise store.RecordingError(f"{path} has no run of docs/{page} on the GPU; run the checker on every page "
                                  "(no --page) and attach its report.")
     if misfits := signs_of_no_cuda(runs):
-        raise RecordingError(f"{path} names the GPU {device.get('gpu')}, but its runs were not made on it "
+        raise store.RecordingError(f"{path} names the GPU {device.get('gpu')}, but its runs were not made on it "
                              f"({'; '.join(misfits)}), so it has no GPU outputs to record; run the checker "
                              "with a CUDA build of torch on that GPU and attach its report.")
-    recording = Recording(runs=runs)
+    recording = store.Recording(runs=runs)
     recording.manifest = {"environment": {**runs[pages.GPU_PAGES[0]]["environment"], "recorded_by": (
         f"check-appendix-a.py --report on {report['date']} (checker {report['checker']})")}}
     for page in pages.GPU_PAGES:
-        run, cells = runs[page], pages.program(page)
-        if [(c["key"], c["fingerprint"]) for c in run["cells"]] != list(
-                zip((cell.key for cell in cells), pages.fingerprints(cells))):
-            raise RecordingError(f"{path} ran an older version of docs/{page}; run the checker downloaded from "
+        run = runs[page]
+        if {cell["key"]: cell["fingerprint"] for cell in run["cells"]} != pages.read(page).fingerprints:
+            raise store.RecordingError(f"{path} ran an older version of docs/{page}; run the checker downloaded from "
                                  "the site as it is now and attach its new report.")
         for cell in run["cells"]:
             key, text = cell["key"], cell["output"]
             if text and key in varying:
-                problem = compare_text(stored_output(key) or "", text, key, varying)
+                problem = compare_text(store.stored_output(key) or "", text, key, varying)
                 if problem:
-                    raise RecordingError(f"{path}: {key} on the GPU does not have the shape declared in "
-                                         f"{VARYING.name}, so it is not recorded:\n{problem}")
+                    raise store.RecordingError(f"{path}: {key} on the GPU does not have the shape declared in "
+                                         f"{store.VARYING.name}, so it is not recorded:\n{problem}")
                 recording.outputs[key] = text
     return recording
 
@@ -204,20 +187,20 @@ def main() -> int:
     if sys.argv[1:] == ["--gpu"] or sys.argv[1:2] == ["--report"] and len(sys.argv) == 3:
         try:
             changed = write_gpu(record_report(Path(sys.argv[2])) if sys.argv[2:] else record_gpu())
-        except RecordingError as error:
+        except store.RecordingError as error:
             print(error, file=sys.stderr)
             return 1
         print("recorded the GPU outputs:" + "".join(f"\n  {path.relative_to(ROOT)}" for path in changed))
         return 0
     try:
         recording = record()
-    except RecordingError as error:
+    except store.RecordingError as error:
         print(error, file=sys.stderr)
         return 1
     except (KeyboardInterrupt, SystemExit) as stop:
         print("interrupted: nothing was written", file=sys.stderr)
         return 130 if isinstance(stop, KeyboardInterrupt) else stop.code
-    changed = write(recording)
+    changed = store.write(recording)
     print(summary(recording, changed))
     return 0
 

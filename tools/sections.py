@@ -1,8 +1,9 @@
-"""Read the named sections of a snippet module (`# --8<-- [start:NAME]` … `# --8<-- [end:NAME]`): the markers that
+"""The named sections of the snippet modules (`# --8<-- [start:NAME]` … `# --8<-- [end:NAME]`): the markers that
 `pymdownx.snippets` includes on the pages, so a page, the recorder and the notebooks all see the same code."""
 
 import re
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from tools import ROOT
@@ -12,15 +13,23 @@ SNIPPETS = ROOT / "snippets"
 MARKER = re.compile(r"^\s*# --8<-- \[(start|end):([\w-]+)\]\s*$")
 
 
-@dataclass
-class Chunk:  # a named section of a module
+@dataclass(frozen=True)
+class Section:  # a named section of a snippet module: what a page includes, the recorder runs, a notebook cell holds
+    module: str
     name: str
-    code: str
+
+    @property
+    def key(self) -> str:  # what its outputs are stored by
+        return f"{self.module}:{self.name}"
+
+    @cached_property
+    def code(self) -> str:  # as a page shows it; KeyError if there is no such section
+        return section_code(self.module, self.name)
 
 
-def read_chunks(path: Path) -> list[Chunk]:
-    """A module's sections in file order; ValueError on unbalanced, nested or twice-named markers."""
-    chunks, current, lines = [], None, []
+def read_sections(path: Path) -> dict[str, str]:
+    """A module's sections in file order, {name: code}; ValueError on unbalanced, nested or twice-named markers."""
+    sections, current, lines = {}, None, []
     for number, line in enumerate(path.read_text().splitlines(), start=1):
         if not (match := MARKER.match(line)):
             lines.append(line)
@@ -33,21 +42,19 @@ def read_chunks(path: Path) -> list[Chunk]:
         else:
             if name != current:
                 raise ValueError(f"{path.name}:{number}: end of '{name}' but the open section is {current!r}")
-            chunks.append(Chunk(name, "\n".join(lines)))
+            if name in sections:
+                raise ValueError(f"{path.name}:{number}: section '{name}' is named twice")
+            sections[name] = "\n".join(lines).strip("\n")
             current = None
         lines = []
     if current is not None:
         raise ValueError(f"{path.name}: section '{current}' is never ended")
-    names = [chunk.name for chunk in chunks]
-    if duplicated := {name for name in names if names.count(name) > 1}:
-        raise ValueError(f"{path.name}: sections named twice: {', '.join(sorted(duplicated))}")
-    return chunks
+    return sections
 
 
 def section_code(module: str, name: str) -> str:
     if not (SNIPPETS / f"{module}.py").exists():
         raise KeyError(f"there is no snippets/{module}.py")
-    for chunk in read_chunks(SNIPPETS / f"{module}.py"):
-        if chunk.name == name:
-            return chunk.code.strip("\n")  # as a page shows it
-    raise KeyError(f"snippets/{module}.py has no section '{name}'")
+    if (code := read_sections(SNIPPETS / f"{module}.py").get(name)) is None:
+        raise KeyError(f"snippets/{module}.py has no section '{name}'")
+    return code

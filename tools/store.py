@@ -27,14 +27,9 @@ class RecordingError(Exception):
     """A page's code failed, or the declarations are wrong; the message says where."""
 
 
+@cache  # the hooks ask on every page; serving, each rebuild reads the tools afresh (tools/hooks/serve.py)
 def varying_patterns(path: Path = VARYING) -> dict[str, dict]:
-    """{"module:section": {"reason": ..., "lines": [regex, ...]}}; a pattern that accepts anything is refused.
-    Read once until the file changes: the hooks ask on every page."""
-    return _varying_patterns(path, path.stat().st_mtime_ns)
-
-
-@cache
-def _varying_patterns(path: Path, changed: int) -> dict[str, dict]:
+    """{"module:section": {"reason": ..., "lines": [regex, ...]}}; a pattern that accepts anything is refused."""
     declared = tomllib.loads(path.read_text())
     specs = {f"{module}:{section}": spec for module, sections in declared.items()
              for section, spec in sections.items()}
@@ -132,7 +127,7 @@ def drift(recording: Recording, stored: dict[Path, str] | None = None) -> list[s
 
 def _without_images(text: str) -> str:
     """A notebook's text with its plots' pixels left out (their data is compared in .plot.json)."""
-    return re.sub(r'("image/svg\+xml": )(?:"(?:[^"\\]|\\.)*"|\[[^\]]*\])', r"\1...", text)
+    return re.sub(r'("text/html": )(?:"(?:[^"\\]|\\.)*"|\[[^\]]*\])', r"\1...", text)
 
 
 def write(recording: Recording) -> list[Path]:

@@ -1,21 +1,17 @@
-"""MkDocs hooks for the notebook pages (mkdocs-jupyter renders them): a cache per converter version, no search
-entries (the chapter pages index the same code), the English notebook's heading anchors, plots inline, math as
-MathML, a "Read along" box, code cells as Material code blocks, and light pages: only the CSS rules that can match
-(~50 KB of ~590 KB), in a stylesheet, and no markup that shows nothing."""
+"""The notebook pages, as mkdocs-jupyter renders them: a cache per converter version, no search entries (the chapter
+pages index the same code), each heading's anchor as its chapter page has it, a "Read along" box, code cells as
+Material code blocks, and light pages: only the CSS rules that can match (~50 KB of ~590 KB), in a stylesheet, and
+no markup that shows nothing."""
 
 import hashlib
-import html
+import html as html_module
 import importlib.metadata
 import itertools
-import json
-import logging
 import re
 import shutil
 import sys
 from pathlib import Path
 
-import latex2mathml.converter
-import markdown.extensions.toc
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.structure.files import Files
 from mkdocs.structure.nav import Navigation
@@ -23,10 +19,8 @@ from mkdocs.structure.pages import Page
 from mkdocs.utils import get_relative_url
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # mkdocs loads this file by path
-from tools import ROOT, editions, pages
-from tools.store import output_path
-
-log = logging.getLogger("mkdocs.hooks")
+from tools import editions, pages
+from tools.notebooks import unwrapped
 
 CONVERTER = ("mkdocs-jupyter", "nbconvert", "mistune", "pygments")  # nbconvert renders with the last two
 
@@ -48,22 +42,9 @@ def on_config(config: MkDocsConfig) -> MkDocsConfig:
     return config
 
 
-# A heading's id, in the page and its table of contents: mkdocs-jupyter makes it from ASCII letters only (a Chinese
-# heading got id=""), so each takes the anchor of its place in the English notebook, as the Chinese pages do.
-HEADING = re.compile(r'(<h[1-6] id=")[^"]*(">(?:(?!</h).)*?<a class="anchor-link" href="#)[^"]*(")', re.S)
-MARKDOWN_HEADING = re.compile(r"^#{1,6} +(.+?) *#*$", re.M)
-
-
-def _english_anchors(name: str, config: MkDocsConfig) -> list[str]:
-    """The anchors of the headings of the English notebook `name`, in order, as the toc extension makes them."""
-    toc = config.mdx_configs.get("toc", {})
-    slugify, used, anchors = toc.get("slugify", markdown.extensions.toc.slugify), set(), []
-    for cell in json.loads((editions.ENGLISH.notebooks / f"{name}.ipynb").read_text())["cells"]:
-        if cell["cell_type"] == "markdown":
-            text = re.sub(r"^(`{3,}|\$\$).*?^\1", "", "".join(cell["source"]), flags=re.S | re.M)
-            for heading in MARKDOWN_HEADING.findall(text):
-                anchors.append(markdown.extensions.toc.unique(slugify(heading, toc.get("separator", "-")), used))
-    return anchors
+# A heading's id, in the page and its table of contents: the anchor that tools/notebooks.py gives it in the
+# notebook (<a id>, the one of its chapter page), where mkdocs-jupyter makes one of the ASCII letters it has.
+HEADING = re.compile(r'<h([1-6]) id="[^"]*">(.*?) <a id="([\w-]+)"></a><a class="anchor-link" href="#[^"]*"', re.S)
 
 
 def _toc_links(links):
@@ -76,17 +57,16 @@ def on_page_content(html: str, /, *, page: Page, config: MkDocsConfig, files: Fi
     if not page.file.src_uri.endswith(".ipynb"):
         return html
     page.meta["search"] = {"exclude": True}  # read by Material's search plugin
-    if (name := Path(page.file.src_uri).stem) not in pages.NOTEBOOKS:
-        return html
-    anchors, links, headings = _english_anchors(name, config), list(_toc_links(page.toc)), HEADING.findall(html)
-    if not len(links) == len(headings) == len(anchors):
-        log.warning(f"{page.file.src_uri} has {len(headings)} headings ({len(links)} in its table of contents), "
-                    f"its English notebook {len(anchors)}: run `make outputs`")
-        return html
-    for link, anchor in zip(links, anchors):
-        link.id = anchor
-    anchor = iter(anchors)
-    return HEADING.sub(lambda h: f"{h[1]}{(a := next(anchor))}{h[2]}{a}{h[3]}", html)
+    anchors = {}  # heading -> its anchor
+
+    def heading(match: re.Match) -> str:
+        anchors[re.sub(r"<[^>]+>", "", html_module.unescape(match[2]))] = match[3]
+        return f'<h{match[1]} id="{match[3]}">{match[2]}<a class="anchor-link" href="#{match[3]}"'
+
+    html = HEADING.sub(heading, html)
+    for link in _toc_links(page.toc):
+        link.id = anchors.get(link.title.strip(), link.id)
+    return html
 
 
 STYLE = re.compile(r"<style[^>]*>(.*?)</style>\s*", re.S)
@@ -157,35 +137,9 @@ def _read_along(page, config) -> str:
             f"<p>{words['read_along_text'].format(chapters=links)}{colab}</p></div>\n")
 
 
-# Display math in the text cells (MathJax in Jupyter and Colab) as MathML, as on the chapter pages: no script, no
-# network. mkdocs-jupyter 0.26 passes `$$…$$` through; 0.27 (Python 3.12 and newer) writes `\[…\]`.
-NOTEBOOK_MATH = re.compile(r"\$\$(.+?)\$\$|\\\[(.+?)\\\]", re.S)
-
-
-# A plot, which nbconvert shows as an <img> of its SVG in base64: the notebook's own SVG and text (what the plot
-# shows), read from the .ipynb, take its place unread; inline, it follows the palette as on the chapter pages.
-NOTEBOOK_PLOT = re.compile(r'<img [^>]*?src="data:image/svg\+xml;base64,[^"]*"[^>]*>')
-
-
-def _plots(page: Page) -> list[str]:
-    plots = []  # in page order, each an inline SVG named by what it shows
-    for cell in json.loads(Path(page.file.abs_src_path).read_text())["cells"]:
-        for data in (output.get("data", {}) for output in cell.get("outputs", [])):
-            if "image/svg+xml" in data:
-                svg, recorded = "".join(data["image/svg+xml"]), output_path(cell["metadata"]["section"], ".svg")
-                if not recorded.exists() or recorded.read_text() != svg:
-                    log.warning(f"{page.file.src_uri}: a plot differs from {recorded.relative_to(ROOT)}; "
-                                "run `make outputs`")
-                caption = html.escape("".join(data["text/plain"]), quote=True)
-                svg = _unwrapped(SVG_METADATA.sub("", svg[svg.index("<svg"):]), "g", lambda tag: tag == "<g>")
-                plots.append(svg.replace("<svg ", f'<svg role="img" aria-label="{caption}" ', 1))
-    return plots
-
-
 # A light page (at most 3,000 elements, tests/test_site_build.py), code-part1's eight chapters too: what shows
-# nothing goes. Matplotlib's <g>s without attributes and its <metadata>; mkdocs-jupyter's second cell around each
-# code cell (5 px of padding), the one-child flex row around each cell, and a text cell's prompt, which its CSS hides.
-SVG_METADATA = re.compile(r"\s*<metadata>.*?</metadata>", re.S)
+# nothing goes (a plot's, in tools/notebooks.py). mkdocs-jupyter's second cell around each code cell (5 px of
+# padding), the one-child flex row around each cell, and a text cell's prompt, which its CSS hides.
 TEXT_CELL_PROMPT = re.compile(r'<div class="jp-InputPrompt jp-InputArea-prompt">\s*</div>'
                               r'(?=<div class="jp-RenderedHTML)')
 NO_BOX = re.compile(r'<div class="(?:jp-Cell jp-CodeCell jp-Notebook-cell(?: jp-mod-noOutputs)?'
@@ -199,27 +153,9 @@ def _colours(code: str) -> str:
     return PLAIN_TOKEN.sub(r"\1", code)
 
 
-def _unwrapped(markup: str, tag: str, drop) -> str:
-    """`markup` without the <tag> elements whose opening tag `drop` picks; what they held stays."""
-    kept, dropped, start = [], [], 0
-    for match in re.finditer(rf"<{tag}\b[^>]*>|</{tag}>", markup):
-        if match[0].startswith("</"):
-            gone = dropped.pop()
-        else:
-            dropped.append(gone := drop(match[0]))
-        if gone:
-            kept.append(markup[start:match.start()])
-            start = match.end()
-    return "".join(kept) + markup[start:]
-
-
 def on_post_page(output: str, /, *, page: Page, config: MkDocsConfig) -> str:
     if not page.file.src_uri.endswith(".ipynb"):
         return output
-    output = NOTEBOOK_MATH.sub(
-        lambda m: latex2mathml.converter.convert(html.unescape(m[1] or m[2]).strip(), display="block"), output)
-    plots = iter(_plots(page))
-    output = NOTEBOOK_PLOT.sub(lambda match: next(plots, match[0]), output)
     if Path(page.file.src_uri).stem in pages.NOTEBOOKS:  # under the title, the first heading inside it
         title_end = output.find("</h1>", output.find('<div class="jupyter-wrapper">')) + len("</h1>")
         output = output[:title_end] + _read_along(page, config) + output[title_end:]
@@ -227,7 +163,7 @@ def on_post_page(output: str, /, *, page: Page, config: MkDocsConfig) -> str:
     body = CELL_TAB_STOP.sub(r"\1", JUPYTER_COPY.sub("", body))
     # Material names a code block after the nearest id, and a cell's (cell-id=cell-002) is no CSS selector.
     number = itertools.count(1)
-    body = _unwrapped(TEXT_CELL_PROMPT.sub("", body), "div", lambda tag: bool(NO_BOX.fullmatch(tag)))
+    body = unwrapped(TEXT_CELL_PROMPT.sub("", body), "div", lambda tag: bool(NO_BOX.fullmatch(tag)))
     body = CELL_CODE.sub(lambda m: f'{m[1]}<pre id="cell-{next(number)}"><code>{_colours(m[2])}</code></pre>', body)
     classes = {name for names in CLASSES.findall(body) for name in names.split()}
     css = used_rules(COMMENT.sub("", "\n".join(STYLE.findall(body))), classes)
