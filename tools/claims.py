@@ -69,12 +69,12 @@ def problems(markdown: str, source: str, read=stored_output) -> list[str]:
     outputs that `read("module:section")` gives."""
     if not (found_marks := marks(markdown)):
         return []
-    keys = [f"{module}:{section}" for module, section in pages.INCLUDE.findall(markdown)]
+    blocks = pages.read(source, text=markdown).blocks
+    keys = [key for block in blocks for key in block.keys]
     shown = {key: Output(key, read(key) or "") for key in keys  # what each block printed, or drew
              if read(key) is not None or output_path(key, ".plot.json").exists()}
     names = [key.split(":")[1] for key in shown]
-    blocks = [(fence.start(), fence.end(), [f"{m}:{s}" for m, s in pages.INCLUDE.findall(fence["includes"])])
-              for fence in pages.SNIPPET_FENCE.finditer(markdown)]
+    blocks = [(block.fence.start(), block.fence.end(), block.keys) for block in blocks]
     namespace = {"__builtins__": BUILTINS, "math": math, "bench": json.loads(BENCH.read_text()),
                  "environment": json.loads(MANIFEST.read_text())["environment"],
                  "output": lambda key: Output(key, read(key) or ""),
