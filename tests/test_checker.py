@@ -246,8 +246,8 @@ def imported(tmp_path, monkeypatch, device, gpu, fake_runs=True):
 
     def run_download(name, timeout, on_device, skip, hide_mps=False):
         module.calls.append((name, on_device, hide_mps))
-        outputs = [ON_GPU.get(c["key"], c["output"]) if on_device else c["output"]
-                   for c in module.SITE["pages"][name]["cells"]]
+        outputs = {c["key"]: ON_GPU.get(c["key"], c["output"]) if on_device else c["output"]
+                   for c in module.SITE["pages"][name]["cells"]}
         environment = {"torch": "2.13.0+cu128", "python": "3.11.7", "machine": "Linux x86_64", "cores": 8,
                        "gpu": "NVIDIA H200" if on_device else None, "mps": False}
         return {"status": "ran", "seconds": 0.1, "outputs": outputs, "environment": environment}
@@ -324,8 +324,8 @@ def test_on_apple_silicon_the_cpu_runs_hide_mps_and_the_device_runs_use_it(monke
 def test_a_cpu_run_on_apple_silicon_sees_no_apple_gpu():
     """--hide-mps, really run: the page's torch reports no MPS (replaced before the page's first block)."""
     code = '"""A page."""\n# %%\nimport torch\nprint(torch.backends.mps.is_available.__name__)\n'
-    runs = [page_runner.run_page(code, "mps.py", 120, hide_mps=hide)["outputs"] for hide in (False, True)]
-    assert runs == [["is_available\n"], ["<lambda>\n"]]
+    runs = [page_runner.run_page(code, "mps.py", ["mps"], 120, hide_mps=hide)["outputs"] for hide in (False, True)]
+    assert runs == [{"mps": "is_available\n"}, {"mps": "<lambda>\n"}]
 
 
 # ---------------------------------------------------------------------------------------------

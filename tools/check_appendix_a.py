@@ -100,7 +100,8 @@ def run_download(name, timeout, on_device, skip, hide_mps=False):
         parts[index + 1] = f"# not run here: it needs {', '.join(needs)}\n"
     hide = () if on_device else ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES")
     try:
-        ran = run_page("\n# %%\n".join(parts), page["script"], timeout,
+        ran = run_page("\n# %%\n".join(parts), page["script"],
+                       [cell["key"] for cell in page["cells"]], timeout,
                        {**os.environ, **dict.fromkeys(hide, "")},
                        hide_mps=hide_mps, whole=whole)
     except TimedOut as stopped:
@@ -128,8 +129,9 @@ def compare_page(name, ran, skip):
     cells = SITE["pages"][name]["cells"]
     verdict = {"status": "same", "lines": [], "skipped": {
         cells[index]["key"]: needs for index, needs in skip.items()}}
-    for index, (cell, fresh) in enumerate(zip(cells, ran["outputs"])):
+    for index, cell in enumerate(cells):
         recorded, key = cell["output"], cell["key"]
+        fresh = ran["outputs"][key]
         if fresh == recorded or index in skip:
             continue
         if diff := compare_text(recorded, fresh, key, SITE["varying"]):
@@ -236,9 +238,9 @@ def device_lines(name, ran, device, cpu_run=None):
     if ran["status"] != "ran":
         return page_lines(name, ran, cpu_run is None, f" on {device}")
     out = [f"on {device:6} {SITE['pages'][name]['title']}: {ran['verdict']}"]
-    on_cpu = cpu_run.get("outputs") if cpu_run else [""] * len(ran["cells"])
-    for index, cell in enumerate(ran["cells"]):  # the report: all that printed
-        if on_cpu is None or cell["output"] != on_cpu[index]:
+    on_cpu = cpu_run.get("outputs") if cpu_run else {}
+    for cell in ran["cells"]:  # the report: all that printed
+        if on_cpu is None or cell["output"] != on_cpu.get(cell["key"], ""):
             out.append(f"  {cell['key']} on {device}:")
             out += [f"    {line}" for line in cell["output"].splitlines()]
     return out
@@ -420,10 +422,11 @@ def check(args, facts, machine):
                 verdict = compare_page(name, ran, skips[name])
                 ran["verdict"] = result_text(verdict) + f" ({GPU_NOTE})" * (
                     verdict["status"] == "different")
+                outputs = ran.pop("outputs")
                 ran["cells"] = [
                     {"key": cell["key"], "fingerprint": cell["fingerprint"],
-                     "output": text} for cell, text
-                    in zip(SITE["pages"][name]["cells"], ran.pop("outputs"))]
+                     "output": outputs[cell["key"]]}
+                    for cell in SITE["pages"][name]["cells"]]
             print("\n".join(device_lines(name, ran, device, cpu_runs[name])))
         data["device"] = {"device": device, "gpu": gpu, "pages": runs}
     data["seconds"] = round(time.perf_counter() - start, 1)

@@ -157,12 +157,13 @@ def in_parallel(function, items, jobs):
 
 # ---- a page's program ---------------------------------------------------
 
-def run_page(code, name, timeout, env=None, plots=False, hide_mps=False,
-             whole=False):
+def run_page(code, name, keys, timeout, env=None, plots=False,
+             hide_mps=False, whole=False):
     """Run a page's download `code` alone as the file `name`, for at most
-    `timeout` s: {"outputs": [what each block printed], "plots": [a block's
-    plot or None], "environment": {...}}, or Failed. `whole`: a program run
-    as `python SCRIPT`, whose output is that of its one block."""
+    `timeout` s: {"outputs": {key: what its block printed}, "plots": {key:
+    its block's plot}, "environment": {...}}, or Failed. `keys` name the
+    download's blocks in order. `whole`: a program run as `python SCRIPT`,
+    whose output is that of its one block."""
     with tempfile.TemporaryDirectory(prefix="page-run-") as folder:
         script = os.path.join(folder, name)
         result = os.path.join(folder, "result.json")
@@ -178,9 +179,13 @@ def run_page(code, name, timeout, env=None, plots=False, hide_mps=False,
         if status != 0 or not (whole or os.path.exists(result)):
             raise Failed(failure(status, stderr), stderr.strip())
         if whole:
-            return {"outputs": [stdout], "environment": None}
+            return {"outputs": dict(zip(keys, [stdout])), "environment": None}
         with open(result, encoding="utf-8") as file:
-            return json.load(file)
+            ran = json.load(file)
+        # the download's blocks, in order: from here on, each by its key
+        return {**ran, "outputs": dict(zip(keys, ran["outputs"], strict=True)),
+                "plots": {key: plot for key, plot in zip(keys, ran["plots"])
+                          if plot}}
 
 
 def failure(status, stderr):

@@ -33,15 +33,14 @@ def record_page(page: str) -> dict:
     program = pages.read(page)
     try:
         run = page_runner.run_page(pages.download_text(page, program.sections), pages.download_name(page),
-                                   TIME_LIMIT, plots=True)
+                                   [section.key for section in program.sections], TIME_LIMIT, plots=True)
     except TimedOut as stopped:
         raise store.RecordingError(f"the code of docs/{page} was {stopped}: does it wait for something?") from None
     except Failed as failed:
         raise store.RecordingError(f"the code of docs/{page} does not run alone: {failed}\n{failed.stderr}") from None
-    keys = [section.key for section in program.sections]  # the download's `# %%` blocks, which the runner lists
-    return {"page": program, "environment": run["environment"], "outputs": dict(zip(keys, run["outputs"])),
+    return {"page": program, "environment": run["environment"], "outputs": run["outputs"],
             "plots": {key: {"data": plot["data"], "svg": in_both_palettes(plot["svg"])}
-                      for key, plot in zip(keys, run["plots"]) if plot}}
+                      for key, plot in run["plots"].items()}}
 
 
 def in_both_palettes(svg: str) -> str:
