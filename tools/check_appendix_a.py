@@ -13,7 +13,7 @@ the site (A.9.3's program, ddp-inside.py, runs whole, in two processes). A
 block that imports a package this Python lacks is not run, but named. Lines
 that depend on the machine (the torch version, a timing, an unseeded draw)
 are compared by their shape. On a CUDA or Apple silicon GPU, the pages with
-device code (A.9.1, A.9.2, Exercise A.4) run again there, and what they
+device code (A.1, A.9.1, A.9.2, Exercise A.4) run again there, and what they
 print is shown. It exits with 0 when nothing differs unexpectedly, and
 leaves no file or process behind.
 """

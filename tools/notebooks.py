@@ -56,9 +56,9 @@ def page_parts(page: str, edition: Edition) -> list[str | tuple[Section, bool]]:
         elif not (earlier or line.startswith("<") or "--8<--" in line):
             line = LOCAL_LINK.sub(r"\1", line)
             if heading := HEADING.match(line):  # one level down, without code marks (the TOC), with an anchor
-                text = heading[2].replace("`", "")
-                anchor = heading[3] or slugify(pages.title(page) if heading[1] == "#" else text, "-")
-                line = f'#{heading[1]} {text} <a id="{anchor}"></a>'
+                heading_text = heading[2].replace("`", "")
+                anchor = heading[3] or slugify(pages.title(page) if heading[1] == "#" else heading_text, "-")
+                line = f'#{heading[1]} {heading_text} <a id="{anchor}"></a>'
             parts.append(line)
     return [part for part in parts if part is not None]
 

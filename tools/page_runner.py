@@ -161,9 +161,10 @@ def run_page(code, name, keys, timeout, env=None, plots=False,
              hide_mps=False, whole=False):
     """Run a page's download `code` alone as the file `name`, for at most
     `timeout` s: {"outputs": {key: what its block printed}, "plots": {key:
-    its block's plot}, "environment": {...}}, or Failed. `keys` name the
-    download's blocks in order. `whole`: a program run as `python SCRIPT`,
-    whose output is that of its one block."""
+    the plot its block drew, with `plots`}, "environment": {...}}; raises
+    Failed (TimedOut past `timeout`). `keys` name the download's blocks in
+    order. `whole`: a program run as `python SCRIPT`, whose output is that
+    of its one block (no plots, environment None)."""
     with tempfile.TemporaryDirectory(prefix="page-run-") as folder:
         script = os.path.join(folder, name)
         result = os.path.join(folder, "result.json")

@@ -95,7 +95,7 @@ def read(page: str, docs: Path = DOCS, text: str | None = None) -> Page:
     return Page(page, tuple(map(Block, SNIPPET_FENCE.finditer(text))))
 
 
-def program(page: str) -> list[Section]:  # KeyError (on reading its code) if an included section does not exist
+def program(page: str) -> list[Section]:  # on reading its code: KeyError (no such section) or ValueError (bad markers)
     return read(page).sections
 
 

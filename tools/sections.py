@@ -23,7 +23,7 @@ class Section:  # a named section of a snippet module: what a page includes, the
         return f"{self.module}:{self.name}"
 
     @cached_property
-    def code(self) -> str:  # as a page shows it; KeyError if there is no such section
+    def code(self) -> str:  # as a page shows it; KeyError (no such section) or ValueError (bad markers)
         return section_code(self.module, self.name)
 
 

@@ -1,8 +1,8 @@
 """The DDP scripts on A.9.3 (tools/script_diff.py), as HTML without line anchors (light on a phone): <!-- book's
-DDP-script.py[, folded]: PART, PART --> the book's parts (collapsed); <!-- book's DDP-script-torchrun.py as a diff:
-PART --> its changes to them; <!-- diff of SCRIPT --> ours, each changed part opening its diff. Each shown once.
-<!-- ours, folded: SCRIPT --> a script of ours whole, collapsed (ddp-inside.py). On these pages every code block
-wraps, each line marked where it continues (extra.css)."""
+DDP-script.py[, folded]: PART, PART --> the book's parts (collapsed; opened on a wide screen unless folded); <!--
+book's DDP-script-torchrun.py as a diff: PART --> its changes to them; <!-- diff of SCRIPT --> ours, each changed
+part opening its diff. Each shown once. <!-- ours, folded: SCRIPT --> a script of ours whole, collapsed
+(ddp-inside.py). On these pages every code block wraps, each line marked where it continues (extra.css)."""
 
 import re
 import sys
@@ -101,6 +101,6 @@ def _script_diff(script: str, edition) -> str:
 
 
 def on_page_content(html: str, /, *, page, config, files) -> str:
-    if BOOK_MARK.search(html) or DIFF_MARK.search(html):
+    if BOOK_MARK.search(html) or DIFF_MARK.search(html) or OURS_MARK.search(html):
         html = CODE_BLOCK.sub(r"\g<0> wrapped", _scripts_as_html(html, page.file.src_uri, editions.of(config)))
     return html

@@ -1,4 +1,5 @@
-"""The downloads (under downloads/): the DDP scripts, each chapter page's code as one script, and the checker."""
+"""The downloads (under downloads/): the files of scripts/ (the DDP scripts, the SLURM example, fault-injection),
+each chapter page's code as one script, and the checker."""
 
 import sys
 from functools import partial
