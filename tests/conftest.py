@@ -58,9 +58,8 @@ def build_editions(site: Path, environment: str = "") -> Path:
     builds = [site.with_name(f"{site.name}-{edition.language}") for edition in editions]
     with ThreadPoolExecutor(max_workers=len(builds)) as pool:
         results = list(pool.map(lambda edition, build: mkdocs_build(ROOT / edition.config, build), editions, builds))
-    for edition, (status, stderr) in zip(editions, results):
+    for edition, build, (status, stderr) in zip(editions, builds, results):
         assert status == 0, f"mkdocs build --strict -f {edition.config}{environment} failed:\n{stderr}"
-    for edition, build in zip(editions, builds):
         build.rename(site / edition.prefix)
     return site
 

@@ -41,12 +41,11 @@ def problems_of(found: dict[str, book.Comparison], declared: tuple[book.Differen
         declared_cells = {number for d in declared if d.notebook == name for number in d.cells}
         for cell in (cell for cell in comparison.cells if cell.number in comparison.shown_at):
             where, (_, block) = f"{name} code cell {cell.number}", comparison.shown_at[cell.number]
-            sections = block.keys
-            machine_dependent = any(section in varying for section in sections)
+            machine_dependent = any(section in varying for section in block.keys)
             book_prints = printed(cell.outputs)
-            shown = same_text(book_prints) in same_text("".join(output.get(s, "") for s in sections))
+            shown = same_text(book_prints) in same_text("".join(output.get(s, "") for s in block.keys))
             if book_prints.strip() and not machine_dependent and not shown and cell.number not in declared_cells:
-                problems.append(f"{where} prints something the pages do not show (in {', '.join(sections)}), and "
+                problems.append(f"{where} prints something the pages do not show (in {', '.join(block.keys)}), and "
                                 f"{book.DECLARED.name} does not declare it. The book prints:\n{book_prints}")
             if (cell.number in declared_cells and cell.number in comparison.identical
                     and (shown or machine_dependent or not book_prints.strip())):
@@ -73,8 +72,9 @@ def unpinned(folder: Path) -> list[str]:
             != pinned.get(name)]
 
 
-@pytest.mark.parametrize("change", [None, "a byte", "a file added"])
-def test_each_pinned_file_is_the_books_at_the_pinned_commit(change, tmp_path):
+@pytest.mark.parametrize(("change", "named"), [(None, None), ("a byte", "book/DDP-script-torchrun.py"),
+                                               ("a file added", "book/appendix-b.ipynb")])
+def test_each_pinned_file_is_the_books_at_the_pinned_commit(change, named, tmp_path):
     folder = BOOK if change is None else shutil.copytree(BOOK, tmp_path / "book")
     if change == "a byte":  # one character of the book's torchrun script
         script = folder / "DDP-script-torchrun.py"
@@ -85,9 +85,8 @@ def test_each_pinned_file_is_the_books_at_the_pinned_commit(change, tmp_path):
     if change is None:
         assert not problems, "\n".join(problems)
     else:
-        named = {"a byte": "book/DDP-script-torchrun.py", "a file added": "book/appendix-b.ipynb"}[change]
-        assert len(problems) == 1 and problems[0].startswith(f"{named} is not the file of") and "sha256sum" in (
-            problems[0]), problems
+        assert len(problems) == 1 and problems[0].startswith(f"{named} is not the file of"), problems
+        assert "sha256sum" in problems[0], problems
 
 
 def test_the_pages_show_the_books_code_and_outputs():
@@ -218,14 +217,3 @@ def test_a_comment_after_a_parts_last_line_stays_with_it():
     code = "def f():\n    x = 1\n\n    # after x\n\n\n# above g\ndef g():\n    pass\n# last\n"
     assert script_diff.parts(code) == {"f": "def f():\n    x = 1\n\n    # after x",
                                        "g": "# above g\ndef g():\n    pass\n# last"}
-
-
-@pytest.mark.parametrize("edition", EDITIONS.values(), ids=lambda edition: edition.language)
-def test_the_books_ddp_script_is_on_its_page_whole(built_site, edition):
-    """The blocks titled as the book's DDP-script.py, joined, are every line of it, trailing comments included."""
-    title = edition.words["book_script"].format(script="DDP-script.py", parts="")
-    built = BeautifulSoup((built_site / edition.prefix / "a9-multi-gpu-training" / "index.html").read_text(),
-                          "html.parser")
-    shown = [block.select_one("pre > code").get_text() for block in built.select(".md-content div.highlight")
-             if (name := block.select_one(".filename")) and name.get_text().startswith(title)]
-    assert non_blank("\n".join(shown)) == non_blank((BOOK / "DDP-script.py").read_text())

@@ -490,8 +490,15 @@ def test_no_python_is_typed_into_a_page():
 
 
 @pytest.mark.parametrize("edition", EDITIONS.values(), ids=EDITIONS)
-def test_a93_shows_ddp_inside_whole_as_its_download_and_its_recorded_run_under_it(edition, built_site):
-    section = soup_of(built_site, f"{edition.prefix}a9-multi-gpu-training").select_one("#seeing-it-happen")
+def test_a93_shows_the_books_ddp_script_and_ddp_inside_whole(edition, built_site):
+    """The blocks titled as the book's DDP-script.py, joined, are every line of it, trailing comments included;
+    ddp-inside.py is its download, and its recorded run is under it."""
+    soup = soup_of(built_site, f"{edition.prefix}a9-multi-gpu-training")
+    title = edition.words["book_script"].format(script="DDP-script.py", parts="")
+    shown = "\n".join(text for name, text in blocks(soup) if name.startswith(title)).splitlines()
+    book_lines = (BOOK / "DDP-script.py").read_text().splitlines()
+    assert [line for line in shown if line.strip()] == [line for line in book_lines if line.strip()]
+    section = soup.select_one("#seeing-it-happen")
     fold = section.find_next_sibling("details")  # the program, folded; its run open under it
     code = fold.select_one("div.highlight pre > code").get_text()
     output = fold.find_next_sibling("div", class_="highlight").select_one("pre > code").get_text()

@@ -70,19 +70,17 @@ def problems(markdown: str, source: str, read=stored_output) -> list[str]:
     if not (found_marks := marks(markdown)):
         return []
     blocks = pages.read(source, text=markdown).blocks
-    keys = [key for block in blocks for key in block.keys]
-    shown = {key: Output(key, read(key) or "") for key in keys  # what each block printed, or drew
+    shown = {key: Output(key, read(key) or "") for block in blocks for key in block.keys  # what each printed, or drew
              if read(key) is not None or output_path(key, ".plot.json").exists()}
     names = [key.split(":")[1] for key in shown]
-    blocks = [(block.fence.start(), block.fence.end(), block.keys) for block in blocks]
     namespace = {"__builtins__": BUILTINS, "math": math, "bench": json.loads(BENCH.read_text()),
                  "environment": json.loads(MANIFEST.read_text())["environment"],
                  "output": lambda key: Output(key, read(key) or ""),
                  **{name: output for name, output in zip(names, shown.values()) if names.count(name) == 1}}
     found = []
     for mark in found_marks:
-        before = [keys for _, end, keys in blocks if end <= mark.start()]
-        after = [keys for start, _, keys in blocks if start >= mark.end()]
+        before = [block.keys for block in blocks if block.fence.end() <= mark.start()]
+        after = [block.keys for block in blocks if block.fence.start() >= mark.end()]
         scope = {**namespace, "above": _block(before[-1], read) if before else None,
                  "below": _block(after[0], read) if after else None}
         where = f"{source}:{markdown.count(chr(10), 0, mark.end()) + 1}"  # the mark's line

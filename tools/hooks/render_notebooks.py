@@ -12,10 +12,6 @@ import shutil
 import sys
 from pathlib import Path
 
-from mkdocs.config.defaults import MkDocsConfig
-from mkdocs.structure.files import Files
-from mkdocs.structure.nav import Navigation
-from mkdocs.structure.pages import Page
 from mkdocs.utils import get_relative_url
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # mkdocs loads this file by path
@@ -30,7 +26,7 @@ def converter_key():
     return hashlib.sha256(versions.encode()).hexdigest()[:16]
 
 
-def on_config(config: MkDocsConfig) -> MkDocsConfig:
+def on_config(config):
     """A cache folder per converter version (not in mkdocs-jupyter's key) and edition (a build evicts the rest)."""
     plugin = config.plugins.get("mkdocs-jupyter")
     if plugin is None or not plugin.config["cache"]:
@@ -47,13 +43,7 @@ def on_config(config: MkDocsConfig) -> MkDocsConfig:
 HEADING = re.compile(r'<h([1-6]) id="[^"]*">(.*?) <a id="([\w-]+)"></a><a class="anchor-link" href="#[^"]*"', re.S)
 
 
-def _toc_links(links):
-    for link in links:
-        yield link
-        yield from _toc_links(link.children)
-
-
-def on_page_content(html: str, /, *, page: Page, config: MkDocsConfig, files: Files) -> str:
+def on_page_content(html: str, /, *, page, config, files) -> str:
     if not page.file.src_uri.endswith(".ipynb"):
         return html
     page.meta["search"] = {"exclude": True}  # read by Material's search plugin
@@ -64,8 +54,10 @@ def on_page_content(html: str, /, *, page: Page, config: MkDocsConfig, files: Fi
         return f'<h{match[1]} id="{match[3]}">{match[2]}<a class="anchor-link" href="#{match[3]}"'
 
     html = HEADING.sub(heading, html)
-    for link in _toc_links(page.toc):
+    links = list(page.toc)
+    for link in links:  # the list grows as it is walked: every heading, nested ones too
         link.id = anchors.get(link.title.strip(), link.id)
+        links += link.children
     return html
 
 
@@ -121,7 +113,7 @@ def used_rules(css: str, classes: set[str]) -> str:
 CHAPTERS = {}  # src_uri -> (title, url), filled from the nav
 
 
-def on_nav(nav: Navigation, /, *, config: MkDocsConfig, files: Files) -> Navigation:
+def on_nav(nav, /, *, config, files):
     CHAPTERS.update({page.file.src_uri: (page.title, page.url) for page in nav.pages})
     return nav
 
@@ -153,7 +145,7 @@ def _colours(code: str) -> str:
     return PLAIN_TOKEN.sub(r"\1", code)
 
 
-def on_post_page(output: str, /, *, page: Page, config: MkDocsConfig) -> str:
+def on_post_page(output: str, /, *, page, config) -> str:
     if not page.file.src_uri.endswith(".ipynb"):
         return output
     if Path(page.file.src_uri).stem in pages.NOTEBOOKS:  # under the title, the first heading inside it
