@@ -37,23 +37,20 @@ def recording(request) -> store.Recording:
     return fresh
 
 
-def pytest_terminal_summary(terminalreporter):
-    """With --update-outputs, which files the recording changed (as `make outputs` reports them)."""
+def pytest_terminal_summary(terminalreporter):  # as `make outputs` reports them
     for summary in UPDATED:
         terminalreporter.write_sep("-", "--update-outputs")
         terminalreporter.write_line(summary)
 
 
-def mkdocs_build(config: Path, site_dir: Path) -> tuple[int, str]:
-    """`mkdocs build --strict` of `config` into `site_dir`: (exit status, stderr), for the caller to assert on."""
+def mkdocs_build(config: Path, site_dir: Path) -> tuple[int, str]:  # (exit status, stderr)
     status, _, stderr = run([sys.executable, "-m", "mkdocs", "build", "--strict", "--config-file", str(config),
                              "--site-dir", str(site_dir)], 600, cwd=config.parent)
     return status, stderr
 
 
 def build_editions(site: Path, environment: str = "") -> Path:
-    """Both editions built strictly at once (a process each), then laid out as `make build` lays
-    them out: English in `site`, Chinese in `site`/zh. `environment` names what was set for them."""
+    """Both editions built strictly at once (a process each), laid out as `make build` lays them out."""
     editions = sorted(EDITIONS.values(), key=lambda edition: edition.prefix)  # English, the root, first
     builds = [site.with_name(f"{site.name}-{edition.language}") for edition in editions]
     with ThreadPoolExecutor(max_workers=len(builds)) as pool:
@@ -66,7 +63,6 @@ def build_editions(site: Path, environment: str = "") -> Path:
 
 @pytest.fixture(scope="session")
 def built_site(request, tmp_path_factory) -> Path:
-    """The site as `make build` makes it, both editions, built once into a temporary folder."""
     if request.config.getoption("--update-outputs"):
         request.getfixturevalue("recording")  # written first: the build refuses stale outputs
     return build_editions(tmp_path_factory.mktemp("builds") / "site")

@@ -59,8 +59,7 @@ def problems_of(found: dict[str, book.Comparison], declared: tuple[book.Differen
 PINNED = re.compile(r"^\| `([^`]+)` \| `([0-9a-f]{64})` \|$", re.M)  # book/README.md's table: file, SHA-256
 
 
-def unpinned(folder: Path) -> list[str]:
-    """What differs from the SHA-256 that book/README.md records for each file it pinned: one sentence a file."""
+def unpinned(folder: Path) -> list[str]:  # each file whose SHA-256 is not the one book/README.md records
     pinned = dict(PINNED.findall((folder / "README.md").read_text()))
     files = {path.name for path in folder.iterdir() if path.name != "README.md"}
     return [f"{BOOK.name}/{name} is not the file of rasbt/LLMs-from-scratch at commit {pages.book_commit()} "
