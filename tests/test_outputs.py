@@ -32,13 +32,16 @@ def stored_with(change: dict) -> dict:
     return {path: text for path, text in {**store.stored_files(), **change}.items() if text is not None}
 
 
-def test_one_changed_character_fails_with_a_diff_naming_the_file(recording):
-    shape = OUTPUTS / "a2_tensors" / "shape.txt"
+def test_a_changed_new_or_vanished_output_is_reported_by_its_file(recording):
+    shape, old = OUTPUTS / "a2_tensors" / "shape.txt", OUTPUTS / "a2_tensors" / "removed_section.txt"
     problems = store.drift(recording, stored_with({shape: shape.read_text().replace("3", "4", 1)}))
-    assert len(problems) == 1, problems
+    assert len(problems) == 1, problems  # one changed character: a diff naming the file
     assert problems[0].startswith("snippets/outputs/a2_tensors/shape.txt differs from a fresh run")
     assert "-torch.Size([2, 4])" in problems[0] and "+torch.Size([2, 3])" in problems[0]
     assert "make outputs" in problems[0]
+    problems = "\n".join(store.drift(recording, stored_with({shape: None, old: "old\n"})))
+    assert "snippets/outputs/a2_tensors/shape.txt is not recorded" in problems
+    assert "snippets/outputs/a2_tensors/removed_section.txt is stored but nothing prints it" in problems
 
 
 def test_a_machine_dependent_line_is_checked_for_its_shape(recording):
@@ -48,13 +51,6 @@ def test_a_machine_dependent_line_is_checked_for_its_shape(recording):
     assert store.drift(recording, stored_with({version: same_shape})) == []
     problems = store.drift(recording, stored_with({version: "no torch here\n"}))
     assert [p.split(" differs")[0] for p in problems] == ["snippets/outputs/a1_what_is_pytorch/version.txt"]
-
-
-def test_a_new_or_vanished_output_is_reported(recording):
-    shape, old = OUTPUTS / "a2_tensors" / "shape.txt", OUTPUTS / "a2_tensors" / "removed_section.txt"
-    problems = "\n".join(store.drift(recording, stored_with({shape: None, old: "old\n"})))
-    assert "snippets/outputs/a2_tensors/shape.txt is not recorded" in problems
-    assert "snippets/outputs/a2_tensors/removed_section.txt is stored but nothing prints it" in problems
 
 
 def test_each_plot_is_the_figure_its_own_block_draws(recording):

@@ -331,9 +331,8 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help=f"only {', '.join(QUICK)}; medians of 3")
     parser.add_argument("--only", choices=SECTIONS, nargs="+", metavar="SECTION",
                         help=f"measure only these sections, of: {' '.join(SECTIONS)}")
-    parser.add_argument("--render", action="store_true",
-                        help="measure nothing: write the figures of measured/bench.json again (after a change to "
-                             "what they measured, which they then say)")
+    parser.add_argument("--render", action="store_true", help="measure nothing: write the figures of "
+                        "measured/bench.json again (after a change to what they measured, which they then say)")
     parser.add_argument("--out", type=lambda path: Path(path).resolve(), default=ROOT,
                         help="write measured/ and README.md under this folder (default: the repository)")
     parser.add_argument("--plain-training", action="store_true", help=argparse.SUPPRESS)  # measure_ddp's baseline

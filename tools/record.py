@@ -107,10 +107,8 @@ def record_gpu() -> store.Recording:
         raise store.RecordingError("make gpu-check records GPU outputs, but this torch sees no CUDA GPU; run it "
                                    "on a machine with one (and a CUDA build of torch).")
     varying = store.varying_patterns()
-    recording = store.Recording(runs=runs, manifest={"environment": environment})
-    for run in runs.values():
-        recording.outputs.update({key: text for key, text in run["outputs"].items() if text and key in varying})
-    return recording
+    return store.Recording(runs=runs, manifest={"environment": environment}, outputs={
+        key: text for run in runs.values() for key, text in run["outputs"].items() if text and key in varying})
 
 
 def gpu_files(recording: store.Recording) -> dict[Path, str]:
