@@ -36,7 +36,6 @@ RENDER_AGAIN = ("is not what measured/bench.json renders now: if what a figure m
 def test_committed_figures_are_those_bench_json_renders(tmp_path):
     """The pages and README show what `make bench` measured, never a figure typed by hand, nor one older than what
     it measured without saying so."""
-    (tmp_path / "measured").mkdir()
     render(json.loads((ROOT / "measured" / "bench.json").read_text()), tmp_path)  # README from the repository
     for suffix, docs in [(".md", "docs"), (".zh.md", "docs-zh")]:  # the two editions
         for page, figures in {"a9-gpu-training.md": "matmul", "a9-ddp-in-practice.md": "ddp"}.items():
@@ -51,7 +50,6 @@ def test_a_figure_measured_before_what_it_measures_changed_says_so(tmp_path):
     for section in MEASURES:  # as if measured now, but the tests
         results[section]["version"] = version(section)
     results["tests"]["version"] = "an-older-one"
-    (tmp_path / "measured").mkdir()
     render(results, tmp_path)
     table = (tmp_path / "README.md").read_text().split(README_START)[1].split(README_END)[0]
     assert [row.split(" | ")[0] for row in table.splitlines() if "earlier version" in row] == ["| `make test`"]

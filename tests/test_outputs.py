@@ -32,13 +32,16 @@ def stored_with(change: dict) -> dict:
     return {path: text for path, text in {**store.stored_files(), **change}.items() if text is not None}
 
 
-def test_one_changed_character_fails_with_a_diff_naming_the_file(recording):
-    shape = OUTPUTS / "a2_tensors" / "shape.txt"
+def test_a_changed_new_or_vanished_output_is_reported_by_its_file(recording):
+    shape, old = OUTPUTS / "a2_tensors" / "shape.txt", OUTPUTS / "a2_tensors" / "removed_section.txt"
     problems = store.drift(recording, stored_with({shape: shape.read_text().replace("3", "4", 1)}))
-    assert len(problems) == 1, problems
+    assert len(problems) == 1, problems  # one changed character: a diff naming the file
     assert problems[0].startswith("snippets/outputs/a2_tensors/shape.txt differs from a fresh run")
     assert "-torch.Size([2, 4])" in problems[0] and "+torch.Size([2, 3])" in problems[0]
     assert "make outputs" in problems[0]
+    problems = "\n".join(store.drift(recording, stored_with({shape: None, old: "old\n"})))
+    assert "snippets/outputs/a2_tensors/shape.txt is not recorded" in problems
+    assert "snippets/outputs/a2_tensors/removed_section.txt is stored but nothing prints it" in problems
 
 
 def test_a_machine_dependent_line_is_checked_for_its_shape(recording):
@@ -48,13 +51,6 @@ def test_a_machine_dependent_line_is_checked_for_its_shape(recording):
     assert store.drift(recording, stored_with({version: same_shape})) == []
     problems = store.drift(recording, stored_with({version: "no torch here\n"}))
     assert [p.split(" differs")[0] for p in problems] == ["snippets/outputs/a1_what_is_pytorch/version.txt"]
-
-
-def test_a_new_or_vanished_output_is_reported(recording):
-    shape, old = OUTPUTS / "a2_tensors" / "shape.txt", OUTPUTS / "a2_tensors" / "removed_section.txt"
-    problems = "\n".join(store.drift(recording, stored_with({shape: None, old: "old\n"})))
-    assert "snippets/outputs/a2_tensors/shape.txt is not recorded" in problems
-    assert "snippets/outputs/a2_tensors/removed_section.txt is stored but nothing prints it" in problems
 
 
 def test_each_plot_is_the_figure_its_own_block_draws(recording):
@@ -95,35 +91,19 @@ def test_malformed_section_markers_are_refused(text, message, tmp_path):
         read_sections(module)
 
 
-@pytest.mark.parametrize("pattern", [".*", ".+", r"[\s\S]*", r"\w+", "(?:ERROR|True|False)"])
-def test_a_pattern_that_would_accept_a_broken_line_is_refused(pattern, tmp_path):
+@pytest.mark.parametrize("pattern, wrong", [
+    *((pattern, None) for pattern in [".*", ".+", r"[\s\S]*", r"\w+", "(?:ERROR|True|False)"]),  # a broken line
+    # A wrong line of its entry: A.9.1's error had this pattern, under which a stale message passed every check
+    # (issue 31).
+    ("RuntimeError: .*device.*", "RuntimeError: Tensor on device meta is not on the expected device cpu!"),
+])
+def test_a_pattern_that_would_accept_a_broken_or_wrong_line_is_refused(pattern, wrong, tmp_path):
     declared = tmp_path / "varying_outputs.toml"
-    declared.write_text(f"[a1_what_is_pytorch.version]\nreason = 'x'\nlines = ['{pattern}']\n")
-    with pytest.raises(store.RecordingError, match=re.escape(f"pattern {pattern!r} also accepts")):
+    declared.write_text(f"[a9_gpu_training.devices_must_match]\nreason = 'x'\nlines = ['{pattern}']\n"
+                        + (f"wrong = ['{wrong}']\n" if wrong else ""))
+    accepts = f"pattern {pattern!r} also accepts " + (repr(wrong) if wrong else "")
+    with pytest.raises(store.RecordingError, match=re.escape(accepts)):
         store.varying_patterns(declared)
-
-
-def test_a_pattern_that_accepts_a_wrong_line_of_its_entry_is_refused(tmp_path):
-    """A.9.1's error had this pattern, under which a stale message passed every check (issue 31)."""
-    declared = tmp_path / "varying_outputs.toml"
-    declared.write_text("[a9_gpu_training.devices_must_match]\nreason = 'x'\nlines = ['RuntimeError: .*device.*']\n"
-                        "wrong = ['RuntimeError: Tensor on device meta is not on the expected device cpu!']\n")
-    with pytest.raises(store.RecordingError, match=re.escape("also accepts 'RuntimeError: Tensor on device meta")):
-        store.varying_patterns(declared)
-
-
-def printed_on(environment: dict) -> dict[str, str]:
-    """The machine-dependent outputs whose every shape is right on some machine (a version, True or False,
-    a device), as the machine that `environment` describes prints them."""
-    device = "cuda" if environment["gpu"] else "mps" if environment["mps"] else "cpu"
-    on_device = device if device == "cpu" else f"{device}:0"
-    return {
-        "a1_what_is_pytorch:version": f"{environment['torch']}\n",
-        "a1_what_is_pytorch:cuda_available": f"{bool(environment['gpu'])}\n",
-        "a1_what_is_pytorch:mps_available": f"{environment['mps']}\n",
-        "a9_gpu_training:pick_device": f"{device}\n",
-        "a9_gpu_training:to_on_a_tensor": f"cpu\n{on_device}\nTrue\n",
-    }
 
 
 def test_every_declared_line_is_held_to_a_wrong_value_or_to_the_recording_machine():
@@ -131,7 +111,15 @@ def test_every_declared_line_is_held_to_a_wrong_value_or_to_the_recording_machin
     read), or its stored output is what the machine in recorded.json prints: a stale version, or True
     recorded without a GPU, fails here although its shape is right."""
     environment = json.loads(store.MANIFEST.read_text())["environment"]
-    expected = printed_on(environment)
+    # The outputs whose every shape is right on some machine (a version, True or False, a device).
+    device = "cuda" if environment["gpu"] else "mps" if environment["mps"] else "cpu"
+    expected = {
+        "a1_what_is_pytorch:version": f"{environment['torch']}\n",
+        "a1_what_is_pytorch:cuda_available": f"{bool(environment['gpu'])}\n",
+        "a1_what_is_pytorch:mps_available": f"{environment['mps']}\n",
+        "a9_gpu_training:pick_device": f"{device}\n",
+        "a9_gpu_training:to_on_a_tensor": f"cpu\n{device if device == 'cpu' else f'{device}:0'}\nTrue\n",
+    }
     unchecked = [key for key, spec in store.varying_patterns().items() if not spec.get("wrong") and key not in expected]
     assert not unchecked, f"declared lines that a wrong recording of the same shape could pass: {unchecked}"
     stored = {key: store.stored_output(key) for key in expected}

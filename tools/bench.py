@@ -65,24 +65,11 @@ def seconds(fn):
     return time.perf_counter() - start
 
 
-def run(command, timeout=1800):
-    """(status, stdout) of `command` in the repository, in a process group of its own."""
-    status, stdout, stderr = page_runner.run(command, timeout, cwd=ROOT)
+def run(command):
+    """Run `command` in the repository, in a process group of its own; raise if it fails."""
+    status, _, stderr = page_runner.run(command, 1800, cwd=ROOT)
     if status != 0:
         raise RuntimeError(f"{' '.join(map(str, command))} failed (exit status {status}):\n{stderr}")
-    return stdout
-
-
-def write_plain_config(path):
-    """The same docs/ and Markdown extensions with the Material theme alone: no plugins, no hooks."""
-    from mkdocs.config import load_config
-
-    ours = load_config(config_file=str(ROOT / "mkdocs.yml"))
-    extensions = [{name: ours["mdx_configs"][name]} if name in ours["mdx_configs"] else name
-                  for name in ours["markdown_extensions"]]
-    path.write_text(yaml.safe_dump({"site_name": "plain", "docs_dir": str(ROOT / "docs"),
-                                    "theme": {"name": "material"}, "plugins": [],
-                                    "markdown_extensions": extensions}))
 
 
 def build_in_process(config_file, site_dir, strict):
@@ -99,8 +86,15 @@ def build_in_process(config_file, site_dir, strict):
 
 
 def measure_builds(work, repeats):
+    from mkdocs.config import load_config
+
+    # The same docs/ and Markdown extensions with the Material theme alone: no plugins, no hooks.
+    config = load_config(config_file=str(ROOT / "mkdocs.yml"))
+    extensions = [{name: config["mdx_configs"][name]} if name in config["mdx_configs"] else name
+                  for name in config["markdown_extensions"]]
     plain, site = work / "plain.yml", work / "site"
-    write_plain_config(plain)
+    plain.write_text(yaml.safe_dump({"site_name": "plain", "docs_dir": str(ROOT / "docs"), "plugins": [],
+                                     "theme": {"name": "material"}, "markdown_extensions": extensions}))
     ours = [*MKDOCS, "--strict", "--site-dir", site]
 
     def cold():
@@ -337,9 +331,8 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help=f"only {', '.join(QUICK)}; medians of 3")
     parser.add_argument("--only", choices=SECTIONS, nargs="+", metavar="SECTION",
                         help=f"measure only these sections, of: {' '.join(SECTIONS)}")
-    parser.add_argument("--render", action="store_true",
-                        help="measure nothing: write the figures of measured/bench.json again (after a change to "
-                             "what they measured, which they then say)")
+    parser.add_argument("--render", action="store_true", help="measure nothing: write the figures of "
+                        "measured/bench.json again (after a change to what they measured, which they then say)")
     parser.add_argument("--out", type=lambda path: Path(path).resolve(), default=ROOT,
                         help="write measured/ and README.md under this folder (default: the repository)")
     parser.add_argument("--plain-training", action="store_true", help=argparse.SUPPRESS)  # measure_ddp's baseline

@@ -63,11 +63,8 @@ def record(scripts: bool = True) -> store.Recording:
     varying = store.varying_patterns()
     recording = store.Recording(runs=runs)
     if scripts:
-        recording.scripts = {name: done[name] for name in SCRIPT_RUNS}
-        for name, text in recording.scripts.items():
-            stored = store.SCRIPT_OUTPUTS / name
-            recording.scripts[name] = store.to_store(stored.read_text() if stored.exists() else None, text,
-                                           run_key(name), varying)
+        recording.scripts = {name: store.to_store(store.stored_text(store.SCRIPT_OUTPUTS / name), done[name],
+                                                  run_key(name), varying) for name in SCRIPT_RUNS}
     recording.manifest = {"environment": next(iter(runs.values()))["environment"], "pages": {}}
     for page, run in runs.items():
         recording.manifest["pages"][page] = {key: {"code": fingerprint, "prints": bool(run["outputs"][key])}
@@ -76,17 +73,17 @@ def record(scripts: bool = True) -> store.Recording:
         for section in run["page"].sections:
             text = run["outputs"][section.key]
             if text and compare_text(recording.outputs.setdefault(section.key, text), text, section.key, varying):
-                raise store.RecordingError(f"snippets/{section.module}.py, section '{section.name}' prints differently "
-                                     f"on docs/{page} than on an earlier page; a section shown on two pages "
-                                     "must print the same on both.")
+                raise store.RecordingError(f"snippets/{section.module}.py, section '{section.name}' prints "
+                                           f"differently on docs/{page} than on an earlier page; a section shown "
+                                           "on two pages must print the same on both.")
     for key, text in recording.outputs.items():
         recording.outputs[key] = store.to_store(store.stored_output(key), text, key, varying)
     for key in recording.plots:
         if missing := [edition.name for edition in EDITIONS.values() if f"plot:{key}" not in edition.words]:
             module, section = key.split(":")
-            raise store.RecordingError(f"snippets/{module}.py, section '{section}' draws a plot, but tools/words.toml "
-                                 f"has no words 'plot:{key}' (what the plot shows: its alt text) in "
-                                 f"{' and '.join(missing)}; add them.")
+            raise store.RecordingError(f"snippets/{module}.py, section '{section}' draws a plot, but "
+                                       f"tools/words.toml has no words 'plot:{key}' (what the plot shows: its "
+                                       f"alt text) in {' and '.join(missing)}; add them.")
     for edition in EDITIONS.values():  # one notebook per language: the same cells, the text of its edition
         for name in pages.NOTEBOOKS:
             recording.notebooks[edition.notebooks / f"{name}.ipynb"] = notebook_text(
@@ -107,14 +104,11 @@ def record_gpu() -> store.Recording:
     runs = dict(zip(pages.GPU_PAGES, map(record_page, pages.GPU_PAGES)))  # one after another: one GPU
     environment = next(iter(runs.values()))["environment"]
     if not environment["gpu"]:
-        raise store.RecordingError("make gpu-check records GPU outputs, but this torch sees no CUDA GPU; run it on a "
-                             "machine with one (and a CUDA build of torch).")
+        raise store.RecordingError("make gpu-check records GPU outputs, but this torch sees no CUDA GPU; run it "
+                                   "on a machine with one (and a CUDA build of torch).")
     varying = store.varying_patterns()
-    recording = store.Recording(runs=runs)
-    recording.manifest = {"environment": environment}
-    for run in runs.values():
-        recording.outputs.update({key: text for key, text in run["outputs"].items() if text and key in varying})
-    return recording
+    return store.Recording(runs=runs, manifest={"environment": environment}, outputs={
+        key: text for run in runs.values() for key, text in run["outputs"].items() if text and key in varying})
 
 
 def gpu_files(recording: store.Recording) -> dict[Path, str]:
@@ -151,56 +145,53 @@ def record_report(path: Path) -> store.Recording:
     report = store.read_report(path)
     device = report.get("device") or {}
     if device.get("device") != "cuda":
-        raise store.RecordingError(f"{path} was made on a machine without a CUDA GPU, so it has no GPU outputs to "
-                             "record; the site records them from a report made on an NVIDIA GPU.")
+        raise store.RecordingError(f"{path} was made on a machine without a CUDA GPU, so it has no GPU outputs "
+                                   "to record; the site records them from a report made on an NVIDIA GPU.")
     varying, runs = store.varying_patterns(), device["pages"]
     for page in pages.GPU_PAGES:
         if runs.get(page, {}).get("status") != "ran":
-            raise store.RecordingError(f"{path} has no run of docs/{page} on the GPU; run the checker on every page "
-                                 "(no --page) and attach its report.")
+            raise store.RecordingError(f"{path} has no run of docs/{page} on the GPU; run the checker on every "
+                                       "page (no --page) and attach its report.")
     if misfits := signs_of_no_cuda(runs):
         raise store.RecordingError(f"{path} names the GPU {device.get('gpu')}, but its runs were not made on it "
-                             f"({'; '.join(misfits)}), so it has no GPU outputs to record; run the checker "
-                             "with a CUDA build of torch on that GPU and attach its report.")
-    recording = store.Recording(runs=runs)
-    recording.manifest = {"environment": {**runs[pages.GPU_PAGES[0]]["environment"], "recorded_by": (
-        f"check-appendix-a.py --report on {report['date']} (checker {report['checker']})")}}
+                                   f"({'; '.join(misfits)}), so it has no GPU outputs to record; run the checker "
+                                   "with a CUDA build of torch on that GPU and attach its report.")
+    recording = store.Recording(runs=runs, manifest={"environment": {
+        **runs[pages.GPU_PAGES[0]]["environment"],
+        "recorded_by": f"check-appendix-a.py --report on {report['date']} (checker {report['checker']})"}})
     for page in pages.GPU_PAGES:
         run = runs[page]
         if {cell["key"]: cell["fingerprint"] for cell in run["cells"]} != pages.read(page).fingerprints:
-            raise store.RecordingError(f"{path} ran an older version of docs/{page}; run the checker downloaded from "
-                                 "the site as it is now and attach its new report.")
+            raise store.RecordingError(f"{path} ran an older version of docs/{page}; run the checker downloaded "
+                                       "from the site as it is now and attach its new report.")
         for cell in run["cells"]:
             key, text = cell["key"], cell["output"]
             if text and key in varying:
-                problem = compare_text(store.stored_output(key) or "", text, key, varying)
-                if problem:
+                if problem := compare_text(store.stored_output(key) or "", text, key, varying):
                     raise store.RecordingError(f"{path}: {key} on the GPU does not have the shape declared in "
-                                         f"{store.VARYING.name}, so it is not recorded:\n{problem}")
+                                               f"{store.VARYING.name}, so it is not recorded:\n{problem}")
                 recording.outputs[key] = text
     return recording
 
 
 def main() -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so that `finally` blocks run
-    if sys.argv[1:] == ["--gpu"] or sys.argv[1:2] == ["--report"] and len(sys.argv) == 3:
-        try:
-            changed = write_gpu(record_report(Path(sys.argv[2])) if sys.argv[2:] else record_gpu())
-        except store.RecordingError as error:
-            print(error, file=sys.stderr)
-            return 1
-        print("recorded the GPU outputs:" + "".join(f"\n  {path.relative_to(ROOT)}" for path in changed))
-        return 0
+    gpu = sys.argv[1:] == ["--gpu"] or sys.argv[1:2] == ["--report"] and len(sys.argv) == 3
     try:
-        recording = record()
+        if gpu:
+            changed = write_gpu(record_report(Path(sys.argv[2])) if sys.argv[2:] else record_gpu())
+        else:
+            recording = record()
     except store.RecordingError as error:
         print(error, file=sys.stderr)
         return 1
     except (KeyboardInterrupt, SystemExit) as stop:
         print("interrupted: nothing was written", file=sys.stderr)
         return 130 if isinstance(stop, KeyboardInterrupt) else stop.code
-    changed = store.write(recording)
-    print(summary(recording, changed))
+    if gpu:
+        print("recorded the GPU outputs:" + "".join(f"\n  {path.relative_to(ROOT)}" for path in changed))
+    else:
+        print(summary(recording, store.write(recording)))
     return 0
 
 

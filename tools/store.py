@@ -21,6 +21,7 @@ SCRIPT_OUTPUTS = ROOT / "scripts" / "outputs"  # the DDP scripts' recorded runs
 RERECORD = "make outputs"
 # Lines that no declared pattern may accept: a pattern that matches one of them accepts too much.
 CANARIES = ["", "ERROR", "Traceback (most recent call last):", "Segmentation fault (core dumped)"]
+NOTEBOOK_PLOT = re.compile(r'("text/html": )(?:"(?:[^"\\]|\\.)*"|\[[^\]]*\])')
 
 
 class RecordingError(Exception):
@@ -52,11 +53,8 @@ def to_store(stored: str | None, fresh: str, key: str, varying: dict[str, dict])
     return stored if compare_text(stored, fresh, key, varying) is None else fresh
 
 
-# ---------------------------------------------------------------------------------------------
-# A recording: everything `make outputs` writes, in memory
-
 @dataclass
-class Recording:
+class Recording:  # everything `make outputs` writes, in memory
     outputs: dict[str, str] = field(default_factory=dict)  # "module:section" -> printed text
     manifest: dict = field(default_factory=dict)
     plots: dict[str, dict] = field(default_factory=dict)  # "module:section" -> {data, svg}
@@ -80,9 +78,12 @@ def output_path(key: str, suffix: str, folder: Path = OUTPUTS) -> Path:
     return folder / module / f"{section}{suffix}"
 
 
-def stored_output(key: str) -> str | None:
-    path = output_path(key, ".txt")
+def stored_text(path: Path) -> str | None:
     return path.read_text() if path.exists() else None
+
+
+def stored_output(key: str) -> str | None:
+    return stored_text(output_path(key, ".txt"))
 
 
 def stored_files(scripts: bool = False) -> dict[Path, str]:
@@ -107,10 +108,9 @@ def drift(recording: Recording, stored: dict[Path, str] | None = None) -> list[s
         elif path not in stored:
             problems.append(f"{name} is not recorded; run `{RERECORD}`.")
         elif fresh[path] != stored[path] and path.suffix != ".svg":  # a plot's data is checked, not its pixels
-            key = f"{path.parent.name}:{path.stem}"
-            old, new = (_without_images(text) for text in (stored[path], fresh[path]))
-            diff = compare_text(old, new, key, varying, str(name))
-            if diff:
+            # a notebook's plots are left out too: their data is compared in .plot.json
+            old, new = (NOTEBOOK_PLOT.sub(r"\1...", text) for text in (stored[path], fresh[path]))
+            if diff := compare_text(old, new, f"{path.parent.name}:{path.stem}", varying, str(name)):
                 problems.append(f"{name} differs from a fresh run (run `{RERECORD}` if the change is "
                                 f"intended):\n{diff}")
     for key, spec in varying.items():  # a declaration must still be needed, or it goes
@@ -125,11 +125,6 @@ def drift(recording: Recording, stored: dict[Path, str] | None = None) -> list[s
     return problems
 
 
-def _without_images(text: str) -> str:
-    """A notebook's text with its plots' pixels left out (their data is compared in .plot.json)."""
-    return re.sub(r'("text/html": )(?:"(?:[^"\\]|\\.)*"|\[[^\]]*\])', r"\1...", text)
-
-
 def write(recording: Recording) -> list[Path]:
     """Make the stored files what `recording` says; return the paths that changed."""
     fresh, stored = recording.files(), stored_files(recording.scripts is not None)
@@ -139,13 +134,10 @@ def write(recording: Recording) -> list[Path]:
     return [*changed, *removed]
 
 
-REPORT_DATA = "<!-- check-appendix-a report data"
-
-
 def read_report(path: Path) -> dict:
     """The data a report of check-appendix-a.py --report carries (its last lines, in a comment)."""
     text = Path(path).read_text(encoding="utf-8")
-    start = text.rfind(REPORT_DATA)
+    start = text.rfind("<!-- check-appendix-a report data")
     try:
         return json.loads(text[text.index("\n", start):text.rindex("-->")])
     except ValueError:
