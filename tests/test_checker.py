@@ -319,10 +319,7 @@ def test_on_apple_silicon_the_cpu_runs_hide_mps_and_the_device_runs_use_it(monke
     # A page is named by its id or its script (an unknown one: test_bad_input_is_one_sentence).
     assert [program.page_name(text) for text in ("a.7", "A7", "exercises.py", "a9-gpu-training")] == [
         "a7-typical-training-loop.md", "a7-typical-training-loop.md", "exercises.md", "a9-gpu-training.md"]
-
-
-def test_a_cpu_run_on_apple_silicon_sees_no_apple_gpu():
-    """--hide-mps, really run: the page's torch reports no MPS (replaced before the page's first block)."""
+    # --hide-mps, really run: the page's torch reports no MPS (replaced before the page's first block).
     code = '"""A page."""\n# %%\nimport torch\nprint(torch.backends.mps.is_available.__name__)\n'
     runs = [page_runner.run_page(code, "mps.py", ["mps"], 120, hide_mps=hide)["outputs"] for hide in (False, True)]
     assert runs == [{"mps": "is_available\n"}, {"mps": "<lambda>\n"}]
