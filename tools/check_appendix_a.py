@@ -348,8 +348,8 @@ def main(argv=None):
     parser.add_argument("--report", type=report_path, metavar="FILE",
                         help="also write everything to this Markdown file")
     parser.add_argument("--timeout", type=above_zero(float), default=300,
-                        metavar="S", help="stop a page that runs longer "
-                                          "(default: 300 s)")
+                        metavar="S",
+                        help="stop a page that runs longer (default: 300 s)")
     parser.add_argument("--jobs", type=above_zero(int), metavar="N",
                         default=max(1, min(4, (os.cpu_count() or 2) // 2)),
                         help="pages run at the same time on the CPU "
