@@ -48,8 +48,7 @@ def planted(**codes):
     """The repository's site with the code of some pages replaced, by page id: {"A1": "code"}."""
     site = checker.site_data()
     for page in site["pages"].values():
-        if (code := codes.get(page["id"].replace(".", ""))) is not None:
-            page["code"] = code
+        page["code"] = codes.get(page["id"].replace(".", ""), page["code"])
     return site
 
 
@@ -319,10 +318,7 @@ def test_on_apple_silicon_the_cpu_runs_hide_mps_and_the_device_runs_use_it(monke
     # A page is named by its id or its script (an unknown one: test_bad_input_is_one_sentence).
     assert [program.page_name(text) for text in ("a.7", "A7", "exercises.py", "a9-gpu-training")] == [
         "a7-typical-training-loop.md", "a7-typical-training-loop.md", "exercises.md", "a9-gpu-training.md"]
-
-
-def test_a_cpu_run_on_apple_silicon_sees_no_apple_gpu():
-    """--hide-mps, really run: the page's torch reports no MPS (replaced before the page's first block)."""
+    # --hide-mps, really run: the page's torch reports no MPS (replaced before the page's first block).
     code = '"""A page."""\n# %%\nimport torch\nprint(torch.backends.mps.is_available.__name__)\n'
     runs = [page_runner.run_page(code, "mps.py", ["mps"], 120, hide_mps=hide)["outputs"] for hide in (False, True)]
     assert runs == [{"mps": "is_available\n"}, {"mps": "<lambda>\n"}]
@@ -331,27 +327,23 @@ def test_a_cpu_run_on_apple_silicon_sees_no_apple_gpu():
 # ---------------------------------------------------------------------------------------------
 # On the site
 
-@pytest.mark.parametrize("edition", EDITIONS.values(), ids=EDITIONS)
-def test_the_setup_and_summary_pages_offer_the_checker(edition, built_site):
-    site = built_site / edition.prefix
-    assert (site / "downloads" / NAME).read_text() == checker.generate()
-    for page in ("setup", "summary"):
-        soup = BeautifulSoup((site / page / "index.html").read_text(), "html.parser")
-        assert soup.select_one(f'.md-content a[href="../downloads/{NAME}"][download]'), f"{page} has no link"
-
-
-def test_the_torch_versions_table_is_what_the_checker_found_and_says_when_a_page_changed_since(built_site):
-    """measured/checker.json (`make checker-versions`) rendered by the build on the setup pages, with the
-    version of each page it checked: a page changed since says so, and the table no longer says all passed."""
+def test_the_setup_pages_offer_the_checker_and_show_the_torch_versions_it_passed_with(built_site):
+    """Both editions serve the checker as generated, linked from setup and summary; setup shows measured/checker.json
+    (`make checker-versions`): a page changed since says so, and the table no longer says all passed."""
     results = json.loads(checker.VERSIONS.read_text())
     recorded = json.loads(store.MANIFEST.read_text())["environment"]["torch"]
     assert recorded in results, f"the check has not been run with the torch that recorded the outputs, {recorded}"
     current = checker.page_versions()
     for edition in EDITIONS.values():
+        site = built_site / edition.prefix
+        assert (site / "downloads" / NAME).read_text() == checker.generate()
+        soups = {page: BeautifulSoup((site / page / "index.html").read_text(), "html.parser")
+                 for page in ("setup", "summary")}
+        for page, soup in soups.items():
+            assert soup.select_one(f'.md-content a[href="../downloads/{NAME}"][download]'), f"{page} has no link"
         table = checker.versions_md(results, edition.language, current)
-        setup = BeautifulSoup((built_site / edition.prefix / "setup" / "index.html").read_text(), "html.parser")
         lead = " ".join(table.split("\n\n")[0].split())  # the table's first paragraph, as the page shows it
-        assert lead in " ".join(setup.select_one("article").get_text(" ").split())
+        assert lead in " ".join(soups["setup"].select_one("article").get_text(" ").split())
     checked = {version: {**result, "pages": {page: {**entry, "version": current[page]}
                                              for page, entry in result["pages"].items()}}
                for version, result in results.items()}

@@ -338,7 +338,7 @@ def above_zero(kind):
     return parse
 
 
-def parse_args(argv):
+def main(argv=None):
     parser = argparse.ArgumentParser(
         prog=f"python {NAME}", description=__doc__.splitlines()[0])
     parser.error = lambda message: sys.exit(say(f"{message}.", 2))
@@ -354,11 +354,7 @@ def parse_args(argv):
                         default=max(1, min(4, (os.cpu_count() or 2) // 2)),
                         help="pages run at the same time on the CPU "
                              "(default: half the cores, at most 4)")
-    return parser.parse_args(argv)
-
-
-def main(argv=None):
-    args = parse_args(argv)
+    args = parser.parse_args(argv)
     for signum in STOP_SIGNALS:
         signal.signal(signum, interrupted)
     try:
@@ -410,8 +406,7 @@ def check(args, facts, machine):
             "date": time.strftime("%Y-%m-%d"),
             "command": " ".join(["python", NAME, *sys.argv[1:]]),
             "machine": machine, "recorded": SITE["recorded"],
-            "environment": facts,
-            "pages": verdicts, "device": None,
+            "environment": facts, "pages": verdicts, "device": None,
             "summary": summary_line(verdicts)}
     if device != "cpu" and on_gpu:
         print(f"\nThe pages with device code, on {device} ({gpu}):", flush=True)

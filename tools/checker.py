@@ -1,6 +1,5 @@
 """check-appendix-a.py: the download that checks a reader's machine against the site.
 
-    python -m tools.checker                      # write check-appendix-a.py here
     python -m tools.checker versions [PYTHON...]  # make checker-versions
 
 The reader's program is tools/check_appendix_a.py, which imports tools/page_runner.py; the build serves the two
@@ -139,11 +138,11 @@ def versions_md(results: dict, language: str = "en", current: dict | None = None
     return lead + "\n".join(rows) + "\n\n" + "\n\n".join(labels) + "\n"
 
 
-def run_checker(python: str, jobs: int, site: dict) -> dict:
+def run_checker(python: str, site: dict) -> dict:
     """Run the checker of `site` with `python` alone, in an empty folder; the report's data."""
     with tempfile.TemporaryDirectory(prefix="checker-versions-") as folder:
         (Path(folder) / NAME).write_text(generate(site))
-        command = [python, "-I", NAME, "--report", "report.md", "--jobs", str(jobs)]
+        command = [python, "-I", NAME, "--report", "report.md", "--jobs", "2"]
         status, stdout, stderr = run(command, 3600, cwd=folder)
         if not (report := Path(folder) / "report.md").exists():
             sys.exit(f"checker-versions: {python} {NAME} wrote no report (exit status {status}):\n{stderr}")
@@ -163,33 +162,23 @@ def versions_entry(data: dict, versions: dict[str, str]) -> dict:
                       for page, v in data["pages"].items()}}
 
 
-def record_versions(pythons: list[str], jobs: int = 2) -> dict:
+def main(argv: list[str]) -> int:
     """Run the checker with each Python; add what it found, and which version of each page, to
     measured/checker.json."""
+    if argv[:1] != ["versions"]:
+        print(__doc__.split("\n\n")[1], file=sys.stderr)
+        return 2
+    # a path stays a path from the empty folder the checker runs in (a venv's python is not resolved)
+    pythons = [os.path.abspath(python) if os.sep in python else python for python in argv[1:]] or [sys.executable]
+    print(f"checker-versions: running {NAME} with {', '.join(pythons)} ({datetime.date.today()})", file=sys.stderr)
     results = json.loads(VERSIONS.read_text()) if VERSIONS.exists() else {}
     versions = page_versions(site := site_data())
     for python in pythons:
-        entry = versions_entry(run_checker(python, jobs, site), versions)
+        entry = versions_entry(run_checker(python, site), versions)
         results[entry["torch"]] = entry
     write_files({VERSIONS: json.dumps(results, indent=1, ensure_ascii=False) + "\n"})
-    return results
-
-
-def main(argv: list[str]) -> int:
-    if argv[:1] == ["versions"]:
-        # a path stays a path from the empty folder the checker runs in (a venv's python is not resolved)
-        pythons = [os.path.abspath(python) if os.sep in python else python for python in argv[1:]] or [sys.executable]
-        print(f"checker-versions: running {NAME} with {', '.join(pythons)} ({datetime.date.today()})",
-              file=sys.stderr)
-        results = record_versions(pythons)
-        print("wrote measured/checker.json: "
-              + ", ".join(f"torch {v}: {r['summary']}" for v, r in results.items()), file=sys.stderr)
-        return 0
-    if argv:
-        print(__doc__.split("\n\n")[1], file=sys.stderr)
-        return 2
-    write_files({NAME: generate()})
-    print(f"wrote {NAME}", file=sys.stderr)
+    print("wrote measured/checker.json: "
+          + ", ".join(f"torch {v}: {r['summary']}" for v, r in results.items()), file=sys.stderr)
     return 0
 
 

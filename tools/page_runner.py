@@ -3,11 +3,7 @@
 The site records and checks its outputs with this file; check-appendix-a.py
 carries its code (tools/checker.py puts it there), so it needs only the
 standard library (psutil, where installed, finds what a process group left
-behind), in lines of 80 characters at most. `python -I FILE --run-blocks
-SCRIPT RESULT [--plots] [--hide-mps]` (FILE: this file or the checker) runs
-SCRIPT, a page's download, block by block (`# %%`) in a real __main__
-module, so that pickling a class defined in a block works as in a script,
-and writes what each block printed (and drew) to RESULT.
+behind), in lines of 80 characters at most.
 """
 
 import concurrent.futures
@@ -27,6 +23,7 @@ import time
 import traceback
 import types
 import uuid
+from pathlib import Path
 
 TAG = "PAGE_RUNNER_GROUPS"  # the groups a process belongs to, inherited
 TIME_LIMIT = 300  # seconds: the tools' limit on one run, a page or a script
@@ -166,23 +163,20 @@ def run_page(code, name, keys, timeout, env=None, plots=False,
     order. `whole`: a program run as `python SCRIPT`, whose output is that
     of its one block (no plots, environment None)."""
     with tempfile.TemporaryDirectory(prefix="page-run-") as folder:
-        script = os.path.join(folder, name)
-        result = os.path.join(folder, "result.json")
-        with open(script, "w", encoding="utf-8") as file:
-            file.write(code)
+        script, result = Path(folder, name), Path(folder, "result.json")
+        script.write_text(code, encoding="utf-8")
         env = {**(os.environ if env is None else env),  # torch's caches too
                "TMPDIR": folder, "TEMP": folder, "TMP": folder}
         flags = ["--plots"] * plots + ["--hide-mps"] * hide_mps
         child = [script] if whole else [
-            os.path.abspath(__file__), RUN_BLOCKS, script, result, *flags]
+            Path(__file__).absolute(), RUN_BLOCKS, script, result, *flags]
         status, stdout, stderr = run([sys.executable, "-I", *child], timeout,
                                      cwd=folder, env=env)
-        if status != 0 or not (whole or os.path.exists(result)):
+        if status != 0 or not (whole or result.exists()):
             raise Failed(failure(status, stderr), stderr.strip())
         if whole:
             return {"outputs": dict(zip(keys, [stdout])), "environment": None}
-        with open(result, encoding="utf-8") as file:
-            ran = json.load(file)
+        ran = json.loads(result.read_text(encoding="utf-8"))
         # the download's blocks, in order: from here on, each by its key
         return {**ran, "outputs": dict(zip(keys, ran["outputs"], strict=True)),
                 "plots": {key: plot for key, plot in zip(keys, ran["plots"])
@@ -191,19 +185,20 @@ def run_page(code, name, keys, timeout, env=None, plots=False,
 
 def failure(status, stderr):
     """One sentence for a page run that ended badly."""
-    lines = [line for line in stderr.strip().splitlines() if line.strip()]
-    where = re.search(r"cell (\d+) raised", stderr)
-    if where and lines:
-        return f"block {where[1]} of its code raised {lines[-1].strip()}"
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    last = lines[-1] if lines else "nothing on standard error"
+    if where := re.search(r"cell (\d+) raised", stderr):
+        return f"block {where[1]} of its code raised {last}"
     if status < 0:
         return f"its Python was ended by signal {-status}"
-    last = lines[-1].strip() if lines else "nothing on standard error"
     return f"its Python exited with status {status}: {last}"
 
 
 def run_blocks(script, result, *flags):
-    """In the child. Matplotlib draws off screen (a window would wait to be
-    closed); a figure a block leaves open is saved (--plots), then closed."""
+    """run_page's child: SCRIPT's blocks (`# %%`) in a real __main__ module,
+    so that pickling a class defined in a block works as in a script; what
+    each printed (and drew: --plots) goes to RESULT. Matplotlib draws off
+    screen (a window would wait to be closed)."""
     import importlib.util
     if importlib.util.find_spec("snippets") is not None:
         sys.exit("this Python can import the project's `snippets` package, "
@@ -213,8 +208,7 @@ def run_blocks(script, result, *flags):
     if "--hide-mps" in flags:  # a CPU run on Apple silicon: the CPU is used
         import torch
         torch.backends.mps.is_available = lambda: False
-    with open(script, encoding="utf-8") as file:
-        text = file.read()
+    text = Path(script).read_text(encoding="utf-8")
     main = types.ModuleType("__main__")
     main.__file__ = script
     sys.modules["__main__"] = main
@@ -242,9 +236,9 @@ def run_blocks(script, result, *flags):
     facts = describe_machine()  # the recordings' part of it
     environment = {"machine": facts["system"], **{key: facts[key] for key in (
         "torch", "python", "cores", "mps", "gpu")}}
-    with open(result, "w", encoding="utf-8") as file:  # part 0: the docstring
-        json.dump({"outputs": outputs[1:], "plots": plots[1:],
-                   "environment": environment}, file)
+    Path(result).write_text(json.dumps({  # part 0: the docstring
+        "outputs": outputs[1:], "plots": plots[1:],
+        "environment": environment}), encoding="utf-8")
 
 
 def saved(figure, script, number):
@@ -346,12 +340,10 @@ def write_files(files, removed=()):
     staged = []
     try:
         for path, text in files.items():
-            path = os.path.abspath(path)
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            staged.append((os.path.join(os.path.dirname(path),
-                           f".{os.path.basename(path)}.writing"), path))
-            with open(staged[-1][0], "w", encoding="utf-8") as file:
-                file.write(text)
+            path = Path(path).absolute()
+            path.parent.mkdir(parents=True, exist_ok=True)
+            staged.append((path.with_name(f".{path.name}.writing"), path))
+            staged[-1][0].write_text(text, encoding="utf-8")
         for temporary, path in staged:
             os.replace(temporary, path)
         for path in removed:
