@@ -228,8 +228,10 @@ def version(section, root=ROOT):
     """A digest of the files that `section` measures, None if none: which version of them its figures are of."""
     if section not in MEASURES:
         return None
+    # not the caches that Python and ruff keep beside them (__pycache__, .ruff_cache): they differ from clone to clone
     files = sorted(path for name in MEASURES[section] for path in [root / name, *(root / name).rglob("*")]
-                   if path.is_file() and "__pycache__" not in path.parts)
+                   if path.is_file() and not any(part == "__pycache__" or part.startswith(".") for part in
+                                                 path.relative_to(root).parts))
     digest = hashlib.sha256()
     for path in files:
         digest.update(f"{path.relative_to(root).as_posix()}\0".encode() + path.read_bytes())
