@@ -7,6 +7,7 @@
 # Appendix A: Introduction to PyTorch (Part 3)
 
 import argparse
+import pickle
 import signal
 import socket
 import sys
@@ -280,8 +281,17 @@ if __name__ == "__main__":
         while not context.join():
             pass
     except (mp.ProcessRaisedException, mp.ProcessExitedException) as error:
-        print(f"error: rank {error.error_index} failed:"
-              f" {str(error).strip().splitlines()[-1]}", file=sys.stderr)
+        rank, message = error.error_index, str(error)
+        if isinstance(error, mp.ProcessRaisedException):
+            # a failed rank's partners fail too once it leaves, and join()
+            # may see one of them end first: name the first error written
+            written = [f for f in context.error_files if os.path.exists(f)]
+            first = min(written, key=os.path.getmtime)
+            rank = context.error_files.index(first)
+            with open(first, "rb") as file:  # torch pickles the traceback
+                message = pickle.load(file)
+        print(f"error: rank {rank} failed:"
+              f" {message.strip().splitlines()[-1]}", file=sys.stderr)
         sys.exit(1)
     finally:  # torch leaves each rank's error in a file
         for error_file in context.error_files:
