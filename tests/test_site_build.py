@@ -370,8 +370,7 @@ PYTHON_FENCE = re.compile(r"^[ \t]*```(?:python|py)\b[^\n]*\n(.*?)^[ \t]*```", r
 
 @pytest.mark.parametrize("edition", EDITIONS.values(), ids=EDITIONS)
 def test_the_pages_say_the_pythons_of_pyproject_and_the_packages_the_code_imports(edition, built_site):
-    """Said once, where it is kept: requires-python (as the Makefile reads it), each download's imports, and the
-    code, which a page includes from snippets/ and never types."""
+    """Said once, where it is kept: requires-python (as the Makefile reads it), each download's imports, snippets/."""
     oldest, newest = prerequisites.pythons()
     for path in sorted(edition.docs.glob("*.md")):
         typed = TYPED_PYTHONS.search(text := path.read_text())
