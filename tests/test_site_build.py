@@ -365,15 +365,19 @@ def squeezed(text: str) -> str:  # where the HTML parts code from the text, "`to
 PINNED = {re.match(r"[\w.-]+", line)[0].lower() for line in (ROOT / "requirements.txt").read_text().splitlines()
           if line.strip() and not line.startswith("#")}
 TYPED_PYTHONS = re.compile(r"\b3\.\d+ ?(?:to|至|or newer|or later|或更高|及以上)")
+PYTHON_FENCE = re.compile(r"^[ \t]*```(?:python|py)\b[^\n]*\n(.*?)^[ \t]*```", re.S | re.M)
 
 
 @pytest.mark.parametrize("edition", EDITIONS.values(), ids=EDITIONS)
 def test_the_pages_say_the_pythons_of_pyproject_and_the_packages_the_code_imports(edition, built_site):
-    """Said once, where it is kept: requires-python (as the Makefile reads it) and each download's imports."""
+    """Said once, where it is kept: requires-python (as the Makefile reads it), each download's imports, snippets/."""
     oldest, newest = prerequisites.pythons()
     for path in sorted(edition.docs.glob("*.md")):
-        typed = TYPED_PYTHONS.search(path.read_text())
+        typed = TYPED_PYTHONS.search(text := path.read_text())
         assert not typed, f"{path.relative_to(ROOT)} types {typed[0]!r}: use a mark of tools/prerequisites.py"
+        python = [line for body in PYTHON_FENCE.findall(text) for line in body.splitlines()
+                  if line.strip() and "--8<--" not in line]
+        assert not python, f"{path.relative_to(ROOT)} types Python instead of including a snippet: {python}"
     [needs_table] = [table for table in soup_of(built_site, f"{edition.prefix}setup").select("article table")
                      if [th.get_text() for th in table.select("th")][1:] == [edition.words["needs_column"]]]
     table = {row.a["href"]: row.select("td")[1].get_text() for row in needs_table.select("tbody tr")}
@@ -481,18 +485,9 @@ def test_the_search_index_holds_the_words_in_few_bytes(built_site):
     assert any("\u200b数据加载器\u200b" in text for text in texts), "the Chinese text is not split into words"
 
 
-def test_no_python_is_typed_into_a_page():
-    fence = re.compile(r"^[ \t]*```(?:python|py)\b[^\n]*\n(.*?)^[ \t]*```", re.S | re.M)
-    typed = [f"{page.relative_to(ROOT)}: {line!r}" for page in (ROOT / "docs").rglob("*.md")
-             for body in fence.findall(page.read_text()) for line in body.splitlines()
-             if line.strip() and "--8<--" not in line]
-    assert not typed, "pages that type Python instead of including a snippet:\n" + "\n".join(typed)
-
-
 @pytest.mark.parametrize("edition", EDITIONS.values(), ids=EDITIONS)
 def test_a93_shows_the_books_ddp_script_and_ddp_inside_whole(edition, built_site):
-    """The blocks titled as the book's DDP-script.py, joined, are every line of it, trailing comments included;
-    ddp-inside.py is its download, and its recorded run is under it."""
+    """Blank lines aside, every line of the book's script, trailing comments included."""
     soup = soup_of(built_site, f"{edition.prefix}a9-multi-gpu-training")
     title = edition.words["book_script"].format(script="DDP-script.py", parts="")
     shown = "\n".join(text for name, text in blocks(soup) if name.startswith(title)).splitlines()

@@ -1,7 +1,5 @@
-"""The code blocks of a chapter page, and its "Run it yourself" box. Each block shows the code of its snippet
-sections, titled with the book's cells it shows (tools/book.py) or with what it adds (ours); under it, what they
-printed and drew when recorded, and the "Differs from the book" note. A stale or missing output fails
-`mkdocs build --strict`; serving, the page says so. Nothing is run: the outputs are read from the store."""
+"""A chapter page's code blocks, each titled with the book's cells it shows or what it adds, with what it printed and
+drew when recorded under it, and its "Run it yourself" box. A stale or missing output fails a strict build."""
 
 import json
 import sys
@@ -26,16 +24,6 @@ def _output_block(title: str, outputs: list[Path], note: str = "") -> str:
 
 def _sentence(text: str, edition) -> str:
     return edition.spaced(text[:1].upper() + text[1:] + edition.words["full_stop"])
-
-
-def _title_and_note(sections, varying, environment, edition) -> tuple[str, str]:
-    reasons = [varying[section.key].get(f"reason_{edition.language}", varying[section.key]["reason"])
-               for section in sections if section.key in varying]
-    if not reasons:
-        return edition.words["output"], ""
-    note = edition.words["output_note"].format(reasons=edition.words["reasons_joiner"].join(reasons),
-                                               recorded=edition.recorded(environment))
-    return edition.words["output_varies"], _sentence(note, edition)
 
 
 def _plot_figure(plot: Path, key: str, edition, source: str) -> str:
@@ -84,8 +72,13 @@ def _blocks(markdown: str, program: pages.Page, edition) -> str:
         attributes = f' title="{title}"{pages.OURS.sub("", fence["attributes"])}' if title else fence["attributes"]
         after, printed = [], [s for s in block.sections if output_path(s.key, ".txt").exists()]
         if printed:
-            title, note = _title_and_note(printed, varying, recorded["environment"], edition)
-            after.append(_output_block(title, [output_path(s.key, ".txt") for s in printed], note))
+            reasons = [varying[s.key].get(f"reason_{edition.language}", varying[s.key]["reason"])
+                       for s in printed if s.key in varying]
+            note = edition.words["output_note"].format(reasons=edition.words["reasons_joiner"].join(reasons),
+                                                       recorded=edition.recorded(recorded["environment"]))
+            after.append(_output_block(edition.words["output_varies" if reasons else "output"],
+                                       [output_path(s.key, ".txt") for s in printed],
+                                       _sentence(note, edition) if reasons else ""))
             gpu = [output_path(s.key, ".txt", GPU_OUTPUTS) for s in printed if s.key in varying]
             if gpu := [path for path in gpu if path.exists()]:  # recorded by `make gpu-check` on a CUDA machine
                 environment = json.loads((GPU_OUTPUTS / "recorded.json").read_text())["environment"]

@@ -1,8 +1,6 @@
-"""The DDP scripts on A.9.3 (tools/script_diff.py), as HTML without line anchors (light on a phone): <!-- book's
-DDP-script.py[, folded]: PART, PART --> the book's parts (collapsed; opened on a wide screen unless folded); <!--
-book's DDP-script-torchrun.py as a diff: PART --> its changes to them; <!-- diff of SCRIPT --> ours, each changed
-part opening its diff. Each shown once. <!-- ours, folded: SCRIPT --> a script of ours whole, collapsed
-(ddp-inside.py). On these pages every code block wraps, each line marked where it continues (extra.css)."""
+"""The DDP scripts on A.9.3, in place of the marks that docs/authoring.md lists and <!-- ours, folded: SCRIPT --> (a
+script of ours whole, collapsed), as HTML without line anchors (light on a phone). On these pages every code block
+wraps, each line marked where it continues (extra.css)."""
 
 import re
 import sys
@@ -35,8 +33,7 @@ def _code_html(code: str, language: str, title: str) -> str:
 
 
 def _folded(summary: str, body: str, wide_open: bool = False) -> str:
-    """Collapsed (its code is out of the search); `wide_open`: opened on a wide screen (docs/assets/open-wide.js),
-    so that a phone shows the book's parts as a list of titles and a desktop shows the code."""
+    """Collapsed, out of the search; `wide_open`: opened on a wide screen (docs/assets/open-wide.js), not on a phone."""
     opens = " data-open-wide" if wide_open else ""
     return f"<details{opens}><summary>{summary}</summary>{body}</details>"
 

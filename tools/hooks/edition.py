@@ -1,6 +1,5 @@
-"""The edition a config builds (tools/editions.py), in its words: its site_url (the Chinese one in zh/), the words
-Material leaves to the site, the header's repository, the language switch, and, in the Chinese edition, the English
-edition's stylesheet and scripts."""
+"""The edition a config builds (tools/editions.py): its site_url, its words in the theme, the header's repository, the
+language switch, and in the Chinese edition the English edition's assets."""
 
 import sys
 from pathlib import Path

@@ -1,7 +1,5 @@
-"""The marks a page's Markdown carries, filled in or checked before the other hooks read it, in its edition's words:
-the other edition's page whole (docs-zh/authoring.md), the Pythons and packages a reader needs, the claims of the
-prose about the outputs (tools/claims.py: a false one fails the build), the site's repository, the tables of the
-book's differences, of the glossary and of the checker's versions, and the numbers of the DDP scripts' runs."""
+"""The marks of a page's Markdown, filled in (in its edition's words) or checked before the other hooks read it; a
+false claim of the prose about the outputs (tools/claims.py) fails the build."""
 
 import json
 import re

@@ -1,5 +1,7 @@
-"""The search index: out of it, the code that would answer every search (a whole script) or preview in place of a
-page's text (the collapsed earlier code); the index written again after Material's search plugin, lighter."""
+"""The search index: out of it (data-search-exclude), a whole script, which would answer every search for a name in
+it, and the collapsed earlier code, which would preview instead of the page's own text; the index written again after
+Material's search plugin, in UTF-8 (not 6-byte \\u escapes), and without the zero-width spaces that jieba puts around
+each word where a space or punctuation parts the words already."""
 
 import json
 import logging
@@ -13,22 +15,16 @@ from tools import editions
 # jieba (the search's Chinese word splitter) prints its dictionary's loading times on every build.
 logging.getLogger("jieba").setLevel(logging.WARNING)
 
-# Out of the search index (data-search-exclude): a whole script, which would answer every search for a name in
-# it, and the collapsed earlier code, which would preview instead of the page's own text. A code block titled
-# with a script's path alone is a whole script (a section of one has "path: section").
+# A code block titled with a script's path alone is a whole script (a section of one has "path: section").
 WHOLE_SCRIPT = re.compile(r'<div class="language-\w+ highlight(?: wrapped)?"(?=><span class="filename">(?:scripts/'
                           r'[\w.-]+|[\w.-]+\.sbatch)</span>)')  # wrapped: on A.9.3's pages (ddp_scripts.py)
 EARLIER_CODE = re.compile(r'<details(?= class="example">\s*<summary>(?:%s)</summary>)' % "|".join(
     re.escape(edition.words["earlier_code"]) for edition in editions.EDITIONS.values()))
+ZERO_WIDTH_SPACE = "\u200b"
 
 
 def on_page_content(html: str, /, *, page, config, files) -> str:
     return EARLIER_CODE.sub("<details data-search-exclude", WHOLE_SCRIPT.sub(r"\g<0> data-search-exclude", html))
-
-
-# The search index, written again after Material's search plugin: in UTF-8 (not 6-byte \u escapes), and without
-# the zero-width spaces that jieba puts around each word where a space or punctuation parts the words already.
-ZERO_WIDTH_SPACE = "\u200b"
 
 
 def _without_idle_spaces(text: str, separator: re.Pattern) -> str:
@@ -43,8 +39,6 @@ def _without_idle_spaces(text: str, separator: re.Pattern) -> str:
 
 def on_post_build(*, config) -> None:
     index_file = Path(config.site_dir) / "search" / "search_index.json"
-    if not index_file.exists():
-        return
     index = json.loads(index_file.read_text())
     separator = re.compile(index["config"]["separator"])
     for entry in index["docs"]:
@@ -52,4 +46,3 @@ def on_post_build(*, config) -> None:
             if ZERO_WIDTH_SPACE in entry[field]:
                 entry[field] = _without_idle_spaces(entry[field], separator)
     index_file.write_text(json.dumps(index, ensure_ascii=False, separators=(",", ":")))
-

@@ -1,5 +1,5 @@
-"""`mkdocs serve`: a page with a problem is served with the problem marked on it (a build warns, which fails it with
---strict), and each rebuild runs the tools as they are now. The other hooks mark problems with problem()."""
+"""`mkdocs serve`: a page with a problem is served with it marked on the page (a strict build fails on the warning),
+and each rebuild runs the tools as they are now."""
 
 import logging
 import os
