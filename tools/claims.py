@@ -1,7 +1,6 @@
-"""What the prose says about a recorded output, held against it: a sentence that quotes a printed value or states a
-property of one is followed by a mark, `<!-- holds: EXPRESSION -->`, evaluated with the page's outputs by their
-sections' names (Authoring, "What the prose says about an output", lists what it sees). The build warns on a false
-mark (so `--strict` fails) and removes the marks, as tools/notebooks.py does. Both editions carry the same marks."""
+"""What the prose says about a recorded output, held against it: a sentence about a printed value is followed by a
+mark, `<!-- holds: EXPRESSION -->`, evaluated with the page's outputs by their sections' names (Authoring lists what
+it sees). The build warns on a false mark (so `--strict` fails) and removes the marks, as tools/notebooks.py does."""
 
 import ast
 import json
