@@ -5,7 +5,7 @@ its DDP-script.py. Each changed part has its reason in snippets/script_differenc
 import ast
 import difflib
 import itertools
-from dataclasses import dataclass
+from collections import namedtuple
 from functools import cache
 
 from tools import BOOK, ROOT, tomllib
@@ -38,10 +38,7 @@ def parts(code: str) -> dict[str, str]:
     return {name: part.strip("\n") for name, part in found.items()}
 
 
-@dataclass
-class Part:
-    name: str
-    diff: list[str]  # the part's lines, each with "+", "-" or " " in front; empty if unchanged
+Part = namedtuple("Part", ["name", "diff"])  # diff: the part's lines after "+", "-" or " "; empty if unchanged
 
 
 @cache
