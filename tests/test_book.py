@@ -145,9 +145,7 @@ def test_every_block_says_whose_it_is_and_every_difference_is_explained_beside_i
     words, ours, wrong = edition.words, edition.words["ours"].format(adds=""), []
     for page in pages.chapter_pages():
         name = pages.notebook_of(page)
-        numbers = {}  # {the code a block shows: the numbers of the book's cells with that code}
-        for cell in book.book_cells(name):
-            numbers.setdefault(cell.shown, []).append(cell.number)
+        cells = book.book_cells(name)
         declared = {key: d.cells for d in book.differences() if d.notebook == name and d.cells for key in d.sections}
         built = BeautifulSoup((built_site / edition.prefix / Path(page).stem / "index.html").read_text(), "html.parser")
         python = built.select(".md-content div.highlight.language-python")
@@ -156,8 +154,8 @@ def test_every_block_says_whose_it_is_and_every_difference_is_explained_beside_i
         for number, (html_block, block) in enumerate(zip(python, blocks), start=1):
             title = "".join(filename.get_text() for filename in html_block.select(".filename"))
             assert html_block.select_one("pre > code").get_text().rstrip("\n") == block.code
-            if block.code in numbers:
-                right = title in [words["book_cell"].format(notebook=name, cells=n) for n in numbers[block.code]]
+            if same := [cell.number for cell in cells if cell.shown == block.code]:  # the book's cells it shows
+                right = title in [words["book_cell"].format(notebook=name, cells=n) for n in same]
             elif changed := [declared[key] for key in block.keys if key in declared]:
                 right = title == book.Label(name, changed[0], True).text(words)
             else:  # ours, and what it adds
