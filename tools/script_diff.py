@@ -67,15 +67,13 @@ def compare_code(base_code: str, code: str) -> list[Part]:
 def diff_lines(old: list[str], new: list[str]) -> list[str]:
     """All of `new` as a diff of `old`, blind to whitespace changes (shown as `new` has it); empty if no other."""
     old_words, new_words = ([" ".join(line.split()) for line in lines] for lines in (old, new))
-    if old_words == new_words:
-        return []
     diff = []
     for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old_words, new_words, autojunk=False).get_opcodes():
         if tag == "equal":
             diff += [" " + line for line in new[j1:j2]]
         else:
             diff += ["-" + line for line in old[i1:i2]] + ["+" + line for line in new[j1:j2]]
-    return diff
+    return diff if old_words != new_words else []
 
 
 def hunks(diff: list[str]) -> list[str]:
