@@ -2,7 +2,6 @@
 last expression in print()) and output; or the difference is declared and noted. Titles say whose a block is."""
 
 import hashlib
-import html
 import re
 import shutil
 from pathlib import Path
@@ -12,7 +11,7 @@ import pytest
 from bs4 import BeautifulSoup
 
 from tools import BOOK, book, pages, script_diff, store
-from tools.editions import EDITIONS, ENGLISH
+from tools.editions import EDITIONS
 
 
 def printed(outputs) -> str:
@@ -26,28 +25,20 @@ def same_text(text: str) -> str:
     return "\n".join(line.rstrip() for line in text.strip().splitlines())
 
 
-def our_outputs(name: str) -> dict[str, str]:
-    """What each section prints, from our notebook of the same name (the pages' runs)."""
-    notebook = nbformat.read(ENGLISH.notebooks / f"{name}.ipynb", as_version=4)
-    return {cell.metadata["section"]: printed(cell.outputs) for cell in notebook.cells if cell.cell_type == "code"}
-
-
 def problems_of(found: dict[str, book.Comparison], declared: tuple[book.Difference, ...]) -> list[str]:
-    """The comparison's problems, and the book's outputs that the pages do not show."""
+    """The comparison's problems, and the book's outputs that the pages (their recorded outputs) do not show."""
     varying, problems = store.varying_patterns(), []
     for name, comparison in found.items():
         problems += comparison.problems
-        output = our_outputs(name)
         declared_cells = {number for d in declared if d.notebook == name for number in d.cells}
-        for cell in (cell for cell in comparison.cells if cell.number in comparison.shown_at):
-            where, (_, block) = f"{name} code cell {cell.number}", comparison.shown_at[cell.number]
+        for number, (_, block) in comparison.shown_at.items():
+            where, book_prints = f"{name} code cell {number}", printed(comparison.cells[number - 1].outputs)
             machine_dependent = any(section in varying for section in block.keys)
-            book_prints = printed(cell.outputs)
-            shown = same_text(book_prints) in same_text("".join(output.get(s, "") for s in block.keys))
-            if book_prints.strip() and not machine_dependent and not shown and cell.number not in declared_cells:
+            shown = same_text(book_prints) in same_text("".join(store.stored_output(s) or "" for s in block.keys))
+            if book_prints.strip() and not machine_dependent and not shown and number not in declared_cells:
                 problems.append(f"{where} prints something the pages do not show (in {', '.join(block.keys)}), and "
                                 f"{book.DECLARED.name} does not declare it. The book prints:\n{book_prints}")
-            if (cell.number in declared_cells and cell.number in comparison.identical
+            if (number in declared_cells and number in comparison.identical
                     and (shown or machine_dependent or not book_prints.strip())):
                 problems.append(f"{where} is declared in {book.DECLARED.name}, but the pages show it as the "
                                 "book has it, output included: remove it from the declaration.")
@@ -71,21 +62,17 @@ def unpinned(folder: Path) -> list[str]:  # each file whose SHA-256 is not the o
             != pinned.get(name)]
 
 
-@pytest.mark.parametrize(("change", "named"), [(None, None), ("a byte", "book/DDP-script-torchrun.py"),
-                                               ("a file added", "book/appendix-b.ipynb")])
-def test_each_pinned_file_is_the_books_at_the_pinned_commit(change, named, tmp_path):
-    folder = BOOK if change is None else shutil.copytree(BOOK, tmp_path / "book")
-    if change == "a byte":  # one character of the book's torchrun script
-        script = folder / "DDP-script-torchrun.py"
-        script.write_bytes(script.read_bytes().replace(b"rank", b"rAnk", 1))
-    if change == "a file added":
-        (folder / "appendix-b.ipynb").write_text("{}")
+@pytest.mark.parametrize("changed", [None, "DDP-script-torchrun.py", "appendix-b.ipynb"],
+                         ids=["as pinned", "a byte", "a file added"])
+def test_each_pinned_file_is_the_books_at_the_pinned_commit(changed, tmp_path):
+    folder = BOOK if changed is None else shutil.copytree(BOOK, tmp_path / "book")
+    if changed:  # one character of the book's torchrun script, or a file the book does not have
+        path = folder / changed
+        path.write_bytes(path.read_bytes().replace(b"rank", b"rAnk", 1) if path.exists() else b"{}")
     problems = unpinned(folder)
-    if change is None:
-        assert not problems, "\n".join(problems)
-    else:
-        assert len(problems) == 1 and problems[0].startswith(f"{named} is not the file of"), problems
-        assert "sha256sum" in problems[0], problems
+    assert len(problems) == (changed is not None), "\n".join(problems)
+    assert all(problem.startswith(f"book/{changed} is not the file of") and "sha256sum" in problem
+               for problem in problems), problems
 
 
 def test_the_pages_show_the_books_code_and_outputs():
@@ -100,36 +87,34 @@ STALE = book.Difference("code-part1", (10,), None, ("a2_tensors:shape",), {"en":
 
 
 @pytest.mark.parametrize(("changes", "reported"), [
-    ({10: {"source": "tensor2d.shape[0]"}}, "code-part1 code cell 10 is not on the pages"),
-    ({10: {"output": "torch.Size([2, 4])"}}, "code-part1 code cell 10 prints something"),
+    ({10: ("tensor2d.shape", "tensor2d.shape[0]")}, "code-part1 code cell 10 is not on the pages"),
+    ({"output": (10, "torch.Size([2, 4])")}, "code-part1 code cell 10 prints something"),
     # The book's cell 12 (`tensor2d.view(3, 2)`) moved before its cell 11 (`tensor2d.reshape(3, 2)`).
-    ({11: {"source": "tensor2d.view(3, 2)"}, 12: {"source": "tensor2d.reshape(3, 2)"}},
+    ({11: ("reshape", "view"), 12: ("view", "reshape")},
      "code-part1 code cell 12 is on the pages, but not in the book's order"),
     # Comments count: the training loop without the book's `### LOGGING`.
-    ({38: {"comment": "        ### LOGGING\n"}}, "code-part1 code cell 38 is not on the pages"),
+    ({38: ("        ### LOGGING\n", "")}, "code-part1 code cell 38 is not on the pages"),
     # Boundaries count: cell 21 (`print(model)`) as one block with cell 20, which builds the model.
-    ({21: {"source": "model = NeuralNetwork(50, 3)\nprint(model)"}}, "code-part1 code cell 21 is not on the pages"),
+    ({21: ("print(model)", "model = NeuralNetwork(50, 3)\nprint(model)")},
+     "code-part1 code cell 21 is not on the pages"),
     # Imports count: A.6's dataset class without the import of Dataset before it.
-    ({31: {"comment": "from torch.utils.data import Dataset\n"}}, "code-part1 code cell 31 is not on the pages"),
+    ({31: ("from torch.utils.data import Dataset\n", "")}, "code-part1 code cell 31 is not on the pages"),
     ({"declared": lambda ds: tuple(d for d in ds if d.cells != (8,))}, "code-part2 code cell 8 is not on the pages"),
     ({"declared": lambda ds: (*ds, STALE)}, "code-part1 code cell 10 is declared"),
 ], ids=["changed code", "changed output", "cells swapped", "comment", "cell boundary", "import", "undeclared",
         "stale declaration"])
 def test_a_change_in_the_books_notebook_or_in_the_declarations_is_reported(changes, reported, tmp_path):
-    changes = dict(changes)
+    changes = dict(changes)  # {code cell: (its text, replaced with)}, and "output" or "declared"
     declared = changes.pop("declared", lambda ds: ds)(book.differences())
     shutil.copytree(BOOK, tmp_path, dirs_exist_ok=True)
     notebook = nbformat.read(tmp_path / "code-part1.ipynb", as_version=4)
     code = [cell for cell in notebook.cells if cell.cell_type == "code"]
-    for number, change in changes.items():
-        if "source" in change:
-            code[number - 1].source = change["source"]
-        if "comment" in change:
-            assert change["comment"] in code[number - 1].source
-            code[number - 1].source = code[number - 1].source.replace(change["comment"], "")
-        if "output" in change:
-            code[number - 1].outputs = [nbformat.v4.new_output("execute_result", data={"text/plain": change["output"]},
-                                                               execution_count=number)]
+    if "output" in changes:
+        number, text = changes.pop("output")
+        code[number - 1].outputs = [nbformat.v4.new_output("execute_result", data={"text/plain": text})]
+    for number, (old, new) in changes.items():
+        assert old in code[number - 1].source
+        code[number - 1].source = code[number - 1].source.replace(old, new)
     nbformat.write(notebook, tmp_path / "code-part1.ipynb")
     problems = problems_of(book.comparisons(tmp_path, declared), declared)
     assert len(problems) == 1 and problems[0].startswith(reported), problems
@@ -149,11 +134,8 @@ def test_a_malformed_declaration_is_refused(fields, refusal, tmp_path):
 
 # --- the labels and the notes on the built pages --------------------------------------------
 
-def text_of(fragment: str) -> str:
-    return " ".join(html.unescape(re.sub(r"<[^>]+>", "", fragment)).split())
-
-
-NOTE = re.compile(r'<div class="admonition info book">\s*<p class="admonition-title">([^<]*)</p>(.*?)</div>', re.S)
+def text_of(text: str) -> str:  # a reason (Markdown) or a built note, as a reader reads it
+    return " ".join(text.replace("`", "").split())
 
 
 @pytest.mark.parametrize("edition", EDITIONS.values(), ids=lambda edition: edition.language)
@@ -163,19 +145,17 @@ def test_every_block_says_whose_it_is_and_every_difference_is_explained_beside_i
     words, ours, wrong = edition.words, edition.words["ours"].format(adds=""), []
     for page in pages.chapter_pages():
         name = pages.notebook_of(page)
-        numbers = {}  # {the code a block shows: the numbers of the book's cells with that code}
-        for cell in book.book_cells(name):
-            numbers.setdefault(cell.shown, []).append(cell.number)
+        cells = book.book_cells(name)
         declared = {key: d.cells for d in book.differences() if d.notebook == name and d.cells for key in d.sections}
-        built = (built_site / edition.prefix / Path(page).stem / "index.html").read_text()
-        python = BeautifulSoup(built, "html.parser").select(".md-content div.highlight.language-python")
+        built = BeautifulSoup((built_site / edition.prefix / Path(page).stem / "index.html").read_text(), "html.parser")
+        python = built.select(".md-content div.highlight.language-python")
         blocks = pages.read(page, edition.docs).blocks
         assert len(python) == len(blocks), f"{edition.prefix}{page}: a block is not of snippet sections"
         for number, (html_block, block) in enumerate(zip(python, blocks), start=1):
-            title = html_block.select_one(".filename").get_text() if html_block.select_one(".filename") else ""
+            title = "".join(filename.get_text() for filename in html_block.select(".filename"))
             assert html_block.select_one("pre > code").get_text().rstrip("\n") == block.code
-            if block.code in numbers:
-                right = title in [words["book_cell"].format(notebook=name, cells=n) for n in numbers[block.code]]
+            if same := [cell.number for cell in cells if cell.shown == block.code]:  # the book's cells it shows
+                right = title in [words["book_cell"].format(notebook=name, cells=n) for n in same]
             elif changed := [declared[key] for key in block.keys if key in declared]:
                 right = title == book.Label(name, changed[0], True).text(words)
             else:  # ours, and what it adds
@@ -184,20 +164,19 @@ def test_every_block_says_whose_it_is_and_every_difference_is_explained_beside_i
                 wrong.append(f"{edition.prefix}{page}, block {number} ({', '.join(block.keys)}) is titled {title!r}, "
                              "not the book's cell it shows, or ours and what it adds")
         # One note under each block that shows a declared section, none elsewhere; each says its reason.
-        noted, notes = book.notes_on(page), NOTE.findall(built)  # "Differs from the book"
-        assert all(title == words["differs"] for title, _ in notes), notes
-        notes = [text_of(body) for _, body in notes]
+        noted, notes = book.notes_on(page), built.select("div.admonition.info.book")  # "Differs from the book"
+        assert all(note.select_one(".admonition-title").get_text() == words["differs"] for note in notes), notes
+        notes = [text_of(note.get_text()) for note in notes]
         assert len(notes) == sum(any(key in noted for key in block.keys) for block in blocks), notes
         for difference in dict.fromkeys(d for ds in noted.values() for d in ds):
-            reason = text_of(difference.reasons[edition.language].replace("`", ""))
+            reason = text_of(difference.reasons[edition.language])
             assert any(reason in note for note in notes), f"{edition.prefix}{page} has no note saying: {reason}"
     assert not wrong, "\n".join(wrong)
-    summary = (built_site / edition.prefix / "summary" / "index.html").read_text()
-    table = summary[summary.index('id="this-site-and-the-book"'):]
-    rows = re.findall(r"<tr>(.*?)</tr>", table[:table.index("</table>")], re.S)[1:]
+    summary = BeautifulSoup((built_site / edition.prefix / "summary" / "index.html").read_text(), "html.parser")
+    rows = summary.find(id="this-site-and-the-book").find_next("table").select("tr")[1:]
     assert len(rows) == len(book.differences()), "the summary lists every declared difference, once"
     for row, difference in zip(rows, book.differences()):
-        assert text_of(difference.reasons[edition.language].replace("`", "")) in text_of(row)
+        assert text_of(difference.reasons[edition.language]) in text_of(row.get_text())
 
 
 # --- the book's DDP scripts, part by part ---------------------------------------------------

@@ -4,7 +4,6 @@ and each fact about torch that the pages state but no output shows, on the torch
 import multiprocessing
 import re
 import sys
-import warnings
 
 import pytest
 from conftest import ROOT, needs_torch
@@ -79,10 +78,8 @@ def test_a2_view_transpose_and_contiguous(torch):
     matrix = torch.tensor([[1, 2, 3], [4, 5, 6]])
     assert matrix.T.view(3, 2, 1).shape == (3, 2, 1)  # .view works where the strides allow, contiguous or not
     assert torch.equal(matrix.transpose(0, 1), matrix.T) and matrix.T.contiguous().is_contiguous()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+    with pytest.warns(UserWarning, match="deprecated"):  # .T on a rank-3 tensor
         torch.zeros(2, 3, 4).T
-    assert any("deprecated" in str(warning.message) for warning in caught), ".T on a rank-3 tensor"
 
 
 def test_a4_when_a_tensor_is_recorded_and_how_accumulated_gradients_add_up(torch):

@@ -111,7 +111,7 @@ class Comparison:  # one notebook of the book against the blocks of its pages
 def compare(name: str, cells: list[BookCell], declared: tuple[Difference, ...]) -> Comparison:
     """Find each cell of the book's notebook `name`, in the book's order, in the blocks of its pages."""
     placed = [(page, block) for page in pages.NOTEBOOKS[name] for block in pages.read(page).blocks]
-    declared = {number: d for d in declared if d.notebook == name for number in d.cells}
+    declared = {number: set(d.sections) for d in declared if d.notebook == name for number in d.cells}
     result, cursor = Comparison(cells, [], {}, []), 0
     for cell in cells:
         where, text = f"{name} code cell {cell.number}", cell.shown
@@ -119,20 +119,18 @@ def compare(name: str, cells: list[BookCell], declared: tuple[Difference, ...]) 
         if at is not None:
             result.identical.append(cell.number)
         elif cell.number in declared:
-            sections = set(declared[cell.number].sections)
-            showing = [i for i, (_, block) in enumerate(placed) if sections & set(block.keys)]
+            showing = [i for i, (_, block) in enumerate(placed) if declared[cell.number] & set(block.keys)]
             at = next((i for i in showing if i >= cursor), showing[0])
         elif any(block.code == text for _, block in placed):
             result.problems.append(f"{where} is on the pages, but not in the book's order: it comes before "
                                    f"cells that the book runs first.\n{text}")
-            continue
         else:
             result.problems.append(f"{where} is not on the pages as the book has it (one block with its text, "
                                    f"comments included), and {DECLARED.name} does not declare it: show it, or "
                                    f"declare why not.\n{text}")
-            continue
-        result.shown_at[cell.number] = placed[at]
-        cursor = max(cursor, at + 1)
+        if at is not None:  # shown, as the book has it or as declared
+            result.shown_at[cell.number] = placed[at]
+            cursor = max(cursor, at + 1)
     return result
 
 

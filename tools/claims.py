@@ -1,7 +1,6 @@
-"""What the prose says about a recorded output, held against it: a sentence that quotes a printed value or states a
-property of one is followed by a mark, `<!-- holds: EXPRESSION -->`, evaluated with the page's outputs by their
-sections' names (Authoring, "What the prose says about an output", lists what it sees). The build warns on a false
-mark (so `--strict` fails) and removes the marks, as tools/notebooks.py does. Both editions carry the same marks."""
+"""What the prose says about a recorded output, held against it: a sentence about a printed value is followed by a
+mark, `<!-- holds: EXPRESSION -->`, evaluated with the page's outputs by their sections' names (Authoring lists what
+it sees). The build warns on a false mark (so `--strict` fails) and removes the marks, as tools/notebooks.py does."""
 
 import ast
 import json
@@ -59,7 +58,7 @@ def marks(markdown: str) -> list[re.Match]:
     return [mark for mark in MARK.finditer(markdown) if not any(start < mark.end() <= end for start, end in fences)]
 
 
-def _block(keys: list[str], read) -> Output | None:  # what a code block shows under it
+def _block(keys: tuple[str, ...], read) -> Output | None:  # what a code block shows under it (None: no block)
     printed = [(key, text) for key in keys if (text := read(key)) is not None]
     return Output("+".join(key for key, _ in printed), "".join(text for _, text in printed)) if printed else None
 
@@ -79,10 +78,9 @@ def problems(markdown: str, source: str, read=stored_output) -> list[str]:
                  **{name: output for name, output in zip(names, shown.values()) if names.count(name) == 1}}
     found = []
     for mark in found_marks:
-        before = [block.keys for block in blocks if block.fence.end() <= mark.start()]
-        after = [block.keys for block in blocks if block.fence.start() >= mark.end()]
-        scope = {**namespace, "above": _block(before[-1], read) if before else None,
-                 "below": _block(after[0], read) if after else None}
+        before = [block.keys for block in blocks if block.fence.end() <= mark.start()] or [()]
+        after = [block.keys for block in blocks if block.fence.start() >= mark.end()] or [()]
+        scope = {**namespace, "above": _block(before[-1], read), "below": _block(after[0], read)}
         where = f"{source}:{markdown.count(chr(10), 0, mark.end()) + 1}"  # the mark's line
         try:
             holds = eval(mark[1], scope)  # the site's own pages, with the names above and a few builtins

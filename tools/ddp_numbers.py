@@ -13,12 +13,9 @@ from tools.store import SCRIPT_OUTPUTS
 MARK = re.compile(r"(?<!`)<!-- ddp ([\w.]+) -->")  # not `<!-- ddp NAME -->`, code naming a mark
 
 
-def _tree(script) -> ast.Module:
-    return ast.parse(script.read_text())
-
-
 def _function(script, name: str) -> ast.FunctionDef:
-    return next(node for node in _tree(script).body if isinstance(node, ast.FunctionDef) and node.name == name)
+    return next(node for node in ast.parse(script.read_text()).body
+                if isinstance(node, ast.FunctionDef) and node.name == name)
 
 
 def _assigned(node: ast.AST, name: str) -> ast.expr:
@@ -37,21 +34,13 @@ def factor(script) -> int:  # where the script sets `factor = N` (ours)
 
 
 def factor_block(script) -> tuple[int, int, int]:
-    """(first line, last line, factor) of the commented-out code that uses `factor` (the book's scripts)."""
+    """(first line, last line, factor) of the commented-out lines that name `factor` (the book's scripts)."""
     function, lines = _function(script, "prepare_dataset"), script.read_text().splitlines()
-    block = {}
-    for number in range(function.lineno, function.end_lineno + 1):
-        text = lines[number - 1].strip()
-        try:
-            code = ast.parse(text.removeprefix("#").strip()) if text.startswith("#") else None
-        except SyntaxError:  # a comment in words
-            continue
-        if code and any(isinstance(n, ast.Name) and n.id == "factor" for n in ast.walk(code)):
-            block[number] = code
-    first, last = min(block), max(block)
-    if sorted(block) != list(range(first, last + 1)):
-        raise ValueError(f"{script.name}: the commented-out lines with `factor` are not together: {sorted(block)}")
-    return first, last, ast.literal_eval(_assigned(block[first], "factor"))
+    block = [number for number in range(function.lineno, function.end_lineno + 1)
+             if re.fullmatch(r"\s*# .*\bfactor\b.*", lines[number - 1])]
+    if block != list(range(block[0], block[-1] + 1)):
+        raise ValueError(f"{script.name}: the commented-out lines with `factor` are not together: {block}")
+    return block[0], block[-1], ast.literal_eval(_assigned(ast.parse(lines[block[0] - 1].strip()[2:]), "factor"))
 
 
 def batch_size(script) -> int:
@@ -92,7 +81,7 @@ NUMBERS = {  # name -> what it is, in an edition's words
     "book.factor": lambda edition: factor_block(BOOK_SCRIPT)[2],
     "book.examples_with_factor": lambda edition: examples(BOOK_SCRIPT) * factor_block(BOOK_SCRIPT)[2],
     "book.batch_size": lambda edition: batch_size(BOOK_SCRIPT),
-    "book.epochs": lambda edition: ast.literal_eval(_assigned(_tree(BOOK_SCRIPT), "num_epochs")),
+    "book.epochs": lambda edition: ast.literal_eval(_assigned(ast.parse(BOOK_SCRIPT.read_text()), "num_epochs")),
     "book.lines_per_rank": lambda edition: loss_lines(BOOK_RUN)[1],
     "book.factor_lines": lambda edition: _lines(BOOK_SCRIPT, edition),
     "book_torchrun.factor_lines": lambda edition: _lines(BOOK_TORCHRUN, edition),

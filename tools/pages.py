@@ -10,11 +10,10 @@ from functools import cached_property
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from tools import BOOK, ROOT
+from tools import BOOK
 from tools.editions import ENGLISH
 from tools.sections import Section
 
-DOCS = ROOT / "docs"
 # The one mapping from notebooks to pages: name -> pages in order (the titles are in tools/words.toml).
 NOTEBOOKS = {
     "code-part1": ["a1-what-is-pytorch.md", "a2-understanding-tensors.md", "a3-computation-graphs.md",
@@ -85,11 +84,11 @@ def notebook_of(page: str) -> str | None:
     return next((name for name, pages in NOTEBOOKS.items() if page in pages), None)
 
 
-def page_text(page: str, docs: Path = DOCS) -> str:
+def page_text(page: str, docs: Path = ENGLISH.docs) -> str:
     return (docs / page).read_text()
 
 
-def read(page: str, docs: Path = DOCS, text: str | None = None) -> Page:
+def read(page: str, docs: Path = ENGLISH.docs, text: str | None = None) -> Page:
     """The page (or `text`, its Markdown as a hook has it): its code read as each section is asked for."""
     text = page_text(page, docs) if text is None else text
     return Page(page, tuple(map(Block, SNIPPET_FENCE.finditer(text))))
@@ -99,7 +98,7 @@ def program(page: str) -> list[Section]:  # on reading its code: KeyError (no su
     return read(page).sections
 
 
-def title(page: str, docs: Path = DOCS) -> str:
+def title(page: str, docs: Path = ENGLISH.docs) -> str:
     return next(line[2:].strip() for line in page_text(page, docs).splitlines() if line.startswith("# "))
 
 

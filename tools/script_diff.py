@@ -1,11 +1,11 @@
-"""The DDP scripts part by part (a top-level statement and the comments above it: the imports together, a function
-or class by name, the `__main__` block), each as a diff of its base: our DDP-script.py of the book's, our
-DDP-script-torchrun.py of ours, the book's torchrun script of its DDP-script.py. Each changed part has its reason in
-snippets/script_differences.toml as [SCRIPT.PART] (SCRIPT without .py): summary, reason, summary_zh, reason_zh."""
+"""The DDP scripts part by part (the imports together, a function or class by name, the `__main__` block), each as a
+diff of its base: our DDP-script.py of the book's, our DDP-script-torchrun.py of ours, the book's torchrun script of
+its DDP-script.py. Each changed part has its reason in snippets/script_differences.toml as [SCRIPT.PART]."""
 
 import ast
 import difflib
-from dataclasses import dataclass
+import itertools
+from collections import namedtuple
 from functools import cache
 
 from tools import BOOK, ROOT, tomllib
@@ -17,14 +17,15 @@ BASES = {"DDP-script.py": BOOK / "DDP-script.py", "DDP-script-torchrun.py": SCRI
 
 
 def parts(code: str) -> dict[str, str]:
-    """{name: code} of a script's top-level parts, in file order. Every line is in one part: the comments above a
-    statement are its part's, and so are the indented comments after its last line (and all lines after the last).
-    A statement among the imports (a signal set before torch loads) is one of them."""
-    lines = code.splitlines()
-    found, start, body = {}, 0, ast.parse(code).body
+    """{name: code} of a script's top-level parts, in file order. Every line is in one part, which ends where the next
+    unindented line begins: the comments above a statement are its part's, its indented comments after it too. A
+    statement among the imports (a signal set before torch loads) is one of them."""
+    lines, body = code.splitlines(), ast.parse(code).body
     imports = [index for index, node in enumerate(body) if isinstance(node, (ast.Import, ast.ImportFrom))]
-    for index, (node, following) in enumerate(zip(body, [*body[1:], None])):
-        end = len(lines) if following is None else _trailing_end(lines, node.end_lineno)
+    ends = [next((i for i in range(node.end_lineno, len(lines)) if lines[i][:1].strip()), len(lines))
+            for node in body[:-1]]
+    found = {}
+    for index, (node, start, end) in enumerate(zip(body, [0, *ends], [*ends, len(lines)])):
         if imports and index <= imports[-1]:
             name = "imports"
         elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
@@ -34,24 +35,10 @@ def parts(code: str) -> dict[str, str]:
         else:
             name = ast.unparse(node).split("=")[0].strip()
         found[name] = found.get(name, "") + "\n".join(lines[start:end]) + "\n"
-        start = end
     return {name: part.strip("\n") for name, part in found.items()}
 
 
-def _trailing_end(lines: list[str], end: int) -> int:
-    """Where a statement ending on line `end` ends with its indented comments after it (blank lines between)."""
-    for index in range(end, len(lines)):
-        if lines[index].strip() and not lines[index][0].isspace():
-            break
-        if lines[index].strip():
-            end = index + 1
-    return end
-
-
-@dataclass
-class Part:
-    name: str
-    diff: list[str]  # the part's lines, each with "+", "-" or " " in front; empty if unchanged
+Part = namedtuple("Part", ["name", "diff"])  # diff: the part's lines after "+", "-" or " "; empty if unchanged
 
 
 @cache
@@ -69,11 +56,10 @@ def compare(script: str) -> list[Part]:  # scripts/SCRIPT against its base
 def compare_code(base_code: str, code: str) -> list[Part]:
     """The parts of both in the order of `code`'s, a part only the base has where the base has it."""
     ours, base = parts(code), parts(base_code)
-    order = list(ours)
-    for index, name in enumerate(base):
-        if name not in ours:
-            before = [n for n in list(base)[:index] if n in order]
-            order.insert(order.index(before[-1]) + 1 if before else 0, name)
+    order, base_order = list(ours), list(base)
+    for index, name in enumerate(base_order):
+        if name not in order:  # after the base's part before it, which is in `order` by now
+            order.insert(order.index(base_order[index - 1]) + 1 if index else 0, name)
     return [Part(name, diff_lines(base.get(name, "").splitlines(), ours.get(name, "").splitlines()))
             for name in order]
 
@@ -81,28 +67,22 @@ def compare_code(base_code: str, code: str) -> list[Part]:
 def diff_lines(old: list[str], new: list[str]) -> list[str]:
     """All of `new` as a diff of `old`, blind to whitespace changes (shown as `new` has it); empty if no other."""
     old_words, new_words = ([" ".join(line.split()) for line in lines] for lines in (old, new))
-    if old_words == new_words:
-        return []
-    matcher = difflib.SequenceMatcher(None, old_words, new_words, autojunk=False)
     diff = []
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old_words, new_words, autojunk=False).get_opcodes():
         if tag == "equal":
             diff += [" " + line for line in new[j1:j2]]
         else:
             diff += ["-" + line for line in old[i1:i2]] + ["+" + line for line in new[j1:j2]]
-    return diff
+    return diff if old_words != new_words else []
 
 
-def hunks(diff: list[str], context: int = 1) -> list[str]:
-    """Only the changed lines of `diff` and `context` lines around them; "..." where lines are left out."""
-    changed = [i for i, line in enumerate(diff) if line[0] != " "]
-    keep = sorted({j for i in changed for j in range(i - context, i + context + 1) if 0 <= j < len(diff)})
+def hunks(diff: list[str]) -> list[str]:
+    """Only the changed lines of `diff` and a line around each; "..." where lines are left out."""
+    near = [any(line[0] != " " for line in diff[max(index - 1, 0):index + 2]) for index in range(len(diff))]
     shown = []
-    for previous, index in zip([-1, *keep], keep):
-        if index != previous + 1:
-            shown.append(" ...")
-        shown.append(diff[index])
-    return shown + ([" ..."] if keep and keep[-1] < len(diff) - 1 else [])
+    for kept, lines in itertools.groupby(zip(near, diff), key=lambda pair: pair[0]):
+        shown += [line for _, line in lines] if kept else [" ..."]
+    return shown
 
 
 @cache

@@ -35,18 +35,15 @@ def read_sections(path: Path) -> dict[str, str]:
             lines.append(line)
             continue
         kind, name = match.groups()
-        if kind == "start":
-            if current is not None:
-                raise ValueError(f"{path.name}:{number}: section '{name}' starts inside section '{current}'")
-            current = name
-        else:
-            if name != current:
-                raise ValueError(f"{path.name}:{number}: end of '{name}' but the open section is {current!r}")
-            if name in sections:
-                raise ValueError(f"{path.name}:{number}: section '{name}' is named twice")
+        if kind == "start" and current is not None:
+            raise ValueError(f"{path.name}:{number}: section '{name}' starts inside section '{current}'")
+        if kind == "end" and name != current:
+            raise ValueError(f"{path.name}:{number}: end of '{name}' but the open section is {current!r}")
+        if kind == "end" and name in sections:
+            raise ValueError(f"{path.name}:{number}: section '{name}' is named twice")
+        if kind == "end":
             sections[name] = "\n".join(lines).strip("\n")
-            current = None
-        lines = []
+        current, lines = (name if kind == "start" else None), []
     if current is not None:
         raise ValueError(f"{path.name}: section '{current}' is never ended")
     return sections
