@@ -83,8 +83,7 @@ def measure_builds(work, repeats):
 
     # The same docs/ and Markdown extensions with the Material theme alone: no plugins, no hooks.
     config = load_config(config_file=str(ROOT / "mkdocs.yml"))
-    extensions = [{name: config["mdx_configs"][name]} if name in config["mdx_configs"] else name
-                  for name in config["markdown_extensions"]]
+    extensions = [{name: config["mdx_configs"].get(name, {})} for name in config["markdown_extensions"]]
     plain, site = work / "plain.yml", work / "site"
     plain.write_text(yaml.safe_dump({"site_name": "plain", "docs_dir": str(ROOT / "docs"), "plugins": [],
                                      "theme": {"name": "material"}, "markdown_extensions": extensions}))
@@ -185,16 +184,15 @@ def launch(command, steps):
 
 def measure_ddp(rounds):
     samples = len(training_data())
-    launchers = {"spawn": lambda processes: [sys.executable, "scripts/DDP-script.py", "--world-size",
-                                             str(processes)],
-                 "torchrun": lambda processes: [sys.executable, "-m", "torch.distributed.run", "--standalone",
-                                                f"--nproc_per_node={processes}", "scripts/DDP-script-torchrun.py"]}
-    commands = {"plain": ([sys.executable, "-m", "tools.bench", "--plain-training"], samples // 2), **{
-        # (command, steps per epoch): DistributedSampler pads to equal shares; batches of 2
-        f"{launcher} {n}": ([*command(n), "--epochs", str(EPOCHS)], math.ceil(samples / n) // 2)
-        for launcher, command in launchers.items() for n in WORLD_SIZES}}
-    launches = in_turns({name: functools.partial(launch, command, steps)
-                         for name, (command, steps) in commands.items()}, rounds)
+    launchers = {"spawn": lambda n: ["scripts/DDP-script.py", "--world-size", str(n)],
+                 "torchrun": lambda n: ["-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={n}",
+                                        "scripts/DDP-script-torchrun.py"]}
+    arguments = {"plain": (["-m", "tools.bench", "--plain-training"], samples // 2), **{
+        # (arguments, steps per epoch): DistributedSampler pads to equal shares; batches of 2
+        f"{launcher} {n}": ([*launcher_arguments(n), "--epochs", str(EPOCHS)], math.ceil(samples / n) // 2)
+        for launcher, launcher_arguments in launchers.items() for n in WORLD_SIZES}}
+    launches = in_turns({name: functools.partial(launch, [sys.executable, *command], steps)
+                         for name, (command, steps) in arguments.items()}, rounds)
     return {"epochs": EPOCHS, "runs": rounds, "launches": {
         name: {key: statistics.median(figures[key] for figures in runs) for key in runs[0]}
         for name, runs in launches.items()}}
@@ -241,8 +239,7 @@ def ratio(value, baseline):
     return f"{value / baseline:.1f}×"
 
 
-# The English and the Chinese edition each include their own file: measured/NAME.md, measured/NAME.zh.md,
-# in the words of tools/words.toml.
+# Each edition includes its own file, in its words (tools/words.toml): measured/NAME.md, measured/NAME.zh.md.
 def matmul_md(matmul, language="en"):
     words = EDITIONS[language].words
     gpu = words["bench_matmul_gpu"].format(**matmul) if matmul["gpu"] else words["bench_matmul_no_gpu"]
@@ -276,29 +273,25 @@ def against(value, baseline):
 
 
 def readme_rows(results):
-    """README's rows of the sections measured, in English: (the words' key in tools/words.toml, the figure, section)."""
-    if builds := results.get("builds"):
-        yield "readme_cold", against(builds["cold"], builds["plain"]), "builds"
-        yield "readme_repeat", f"{builds['repeat']:.2f} s: {ratio(builds['repeat'], builds['plain'])}", "builds"
-        yield "readme_rebuild", against(builds["rebuild"], builds["plain_rebuild"]), "builds"
-    if pages := results.get("pages"):
-        size = f"{pages['largest_kb']:.0f} KB (gzip {pages['largest_gzip_kb']:.0f} KB)"
-        yield "readme_largest", (f"{size}, `{pages['largest']}`; {pages['over_200_kb']} of {pages['pages']} pages "
-                                 "over 200 KB"), "pages"
-    if matmul := results.get("matmul"):
-        yield "readme_matmul", f"{matmul['cpu_us']:.0f} µs", "matmul"
-    if ddp := results.get("ddp"):
-        yield "readme_ddp_wall", two_against_one(ddp, "wall"), "ddp"
-        yield "readme_ddp_step", two_against_one(ddp, "step_ms"), "ddp"
-    if tests := results.get("tests"):
-        failed = "" if tests["passed"] else ": FAILED"
-        yield "readme_tests", f"{tests['seconds']:.0f} s, {tests['summary']}{failed}", "tests"
+    """README's rows, in English: (the words' key in tools/words.toml, the figure, its section)."""
+    builds, pages, ddp, tests = results["builds"], results["pages"], results["ddp"], results["tests"]
+    yield "readme_cold", against(builds["cold"], builds["plain"]), "builds"
+    yield "readme_repeat", f"{builds['repeat']:.2f} s: {ratio(builds['repeat'], builds['plain'])}", "builds"
+    yield "readme_rebuild", against(builds["rebuild"], builds["plain_rebuild"]), "builds"
+    size = f"{pages['largest_kb']:.0f} KB (gzip {pages['largest_gzip_kb']:.0f} KB)"
+    yield "readme_largest", (f"{size}, `{pages['largest']}`; {pages['over_200_kb']} of {pages['pages']} pages "
+                             "over 200 KB"), "pages"
+    yield "readme_matmul", f"{results['matmul']['cpu_us']:.0f} µs", "matmul"
+    yield "readme_ddp_wall", two_against_one(ddp, "wall"), "ddp"
+    yield "readme_ddp_step", two_against_one(ddp, "step_ms"), "ddp"
+    failed = "" if tests["passed"] else ": FAILED"
+    yield "readme_tests", f"{tests['seconds']:.0f} s, {tests['summary']}{failed}", "tests"
 
 
 def readme_md(results):
     """The table, then each run's date and machine once."""
     rows = [[ENGLISH.words[what], figure + earlier(results, section)] for what, figure, section in readme_rows(results)]
-    labels = dict.fromkeys(label(results[section], readme=True) for section in SECTIONS if section in results)
+    labels = dict.fromkeys(label(results[section], readme=True) for section in SECTIONS)
     return table(["What", "Figure"], rows) + "\n\n" + "\n".join(labels) + "\n"
 
 
