@@ -9,7 +9,6 @@ import json
 import os
 import sys
 import tempfile
-from pathlib import Path
 
 import torch
 
@@ -33,11 +32,6 @@ def run_script(what, arguments, env):
     return stdout
 
 
-def train(backend, world_size, save, env):
-    return in_rank_order(run_script(f"the {backend} run", ["scripts/DDP-script.py", "--world-size", str(world_size),
-                                                           "--save", str(save)], env))
-
-
 def gpu_environment():
     """ddp_environment(), which hides the GPUs, with those the caller lets it see."""
     env = environment()
@@ -46,20 +40,21 @@ def gpu_environment():
 
 
 def check_ddp_with_nccl():
-    """Train with NCCL and with Gloo; compare the weights; (the NCCL run's output, its command)."""
+    """Train with NCCL and with Gloo (on the CPU); compare the weights; (the NCCL run's output, its command)."""
     world_size = min(torch.cuda.device_count(), 8)  # the toy data feeds at most 8 ranks
+    command = ["scripts/DDP-script.py", "--world-size", str(world_size)]
     with tempfile.TemporaryDirectory() as tmp:
-        nccl = train("nccl", world_size, Path(tmp) / "nccl.pt", gpu_environment())
-        train("gloo", world_size, Path(tmp) / "gloo.pt", environment())  # on the CPU
+        nccl = in_rank_order(run_script("the nccl run", [*command, "--save", f"{tmp}/nccl.pt"], gpu_environment()))
+        run_script("the gloo run", [*command, "--save", f"{tmp}/gloo.pt"], environment())
         if "with nccl" not in nccl or not trained_fully(nccl, world_size):
             sys.exit(f"gpu-check: the NCCL run did not train to full accuracy:\n{nccl}")
-        nccl_weights = torch.load(Path(tmp) / "nccl.pt", map_location="cpu", weights_only=True)
-        gloo_weights = torch.load(Path(tmp) / "gloo.pt", map_location="cpu", weights_only=True)
+        nccl_weights = torch.load(f"{tmp}/nccl.pt", map_location="cpu", weights_only=True)
+        gloo_weights = torch.load(f"{tmp}/gloo.pt", map_location="cpu", weights_only=True)
     for key, expected in gloo_weights.items():
         torch.testing.assert_close(nccl_weights[key], expected, atol=1e-5, rtol=1e-5,
                                    msg=lambda m: f"gpu-check: NCCL and Gloo weights differ in {key}: {m}")
     print(f"gpu-check: NCCL on {world_size} GPU(s) trained and matches Gloo within 1e-5")
-    return nccl, f"python scripts/DDP-script.py --world-size {world_size}"
+    return nccl, f"python {' '.join(command)}"
 
 
 def check_ddp_inside():
