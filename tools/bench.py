@@ -1,10 +1,8 @@
-"""Measure the book and write the figures that the pages and README show (`make bench ARGS=--help`).
+"""Measure the book and write the figures that the pages and README show.
 
-Every figure is a median of repeated runs, and what is compared (our build against plain Material, DDP against one
-plain process) is measured in turns in the same run. measured/bench.json holds them, rendered into measured/*.md (the
-pages include them) and README's marked table, each section with the version of what it measured (MEASURES): one
-measured before that changed says so.
-"""
+Every figure is a median of repeated runs; what is compared (our build against plain Material, DDP against one plain
+process) is measured in turns in the same run. measured/bench.json holds them with the version of what they measured
+(MEASURES), rendered into measured/*.md (the pages include them) and README's table, which say if it changed since."""
 
 import argparse
 import datetime
@@ -34,9 +32,7 @@ from tools.pages import table
 
 SECTIONS = ("builds", "pages", "matmul", "ddp", "tests")
 QUICK = ("builds", "pages", "matmul")
-WORLD_SIZES = (1, 2, 4, 8)
 EPOCHS = 5  # per DDP launch: an epoch's cost is the median gap between consecutive epochs
-EPOCH_LINE = re.compile(r"Epoch: (\d+)")
 README_START, README_END = "<!-- bench:start -->", "<!-- bench:end -->"
 # What each section's figures measure: once one of these changes, the figures are of an earlier version of it, and
 # say so (the matmul measures torch alone, whose version its label names).
@@ -72,10 +68,8 @@ def build_in_process(config_file, site_dir, strict):
 
     config = load_config(config_file=str(config_file), site_dir=str(site_dir), strict=strict)
     config.plugins.on_startup(command="serve", dirty=False)
-    try:
-        build(config)
-    finally:
-        config.plugins.on_shutdown()
+    build(config)
+    config.plugins.on_shutdown()
 
 
 def measure_builds(work, repeats):
@@ -166,14 +160,13 @@ def plain_training(epochs):
 
 
 def launch(command, steps):
-    """One launch's wall time, start-up and step. A DDP script's ranks print a line after every step, in
-    lockstep (each step waits for the all-reduce): an epoch ends at the last line that names it, and lasts
-    the median gap between epochs' ends."""
+    """One launch's wall time, start-up and step. A DDP script's ranks print a line after every step, in lockstep
+    (each waits for the all-reduce): an epoch ends at the last line that names it, and lasts the median gap."""
     start, ends = time.perf_counter(), {}
     with page_runner.process_group(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                    text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"}) as process:
         for line in process.stdout:
-            if match := EPOCH_LINE.search(line):
+            if match := re.search(r"Epoch: (\d+)", line):
                 ends[int(match[1])] = time.perf_counter() - start
     if process.returncode != 0 or len(ends) != EPOCHS:
         raise RuntimeError(f"{' '.join(map(str, command))} failed (exit status {process.returncode})")
@@ -190,7 +183,7 @@ def measure_ddp(rounds):
     arguments = {"plain": (["-m", "tools.bench", "--plain-training"], samples // 2), **{
         # (arguments, steps per epoch): DistributedSampler pads to equal shares; batches of 2
         f"{launcher} {n}": ([*launcher_arguments(n), "--epochs", str(EPOCHS)], math.ceil(samples / n) // 2)
-        for launcher, launcher_arguments in launchers.items() for n in WORLD_SIZES}}
+        for launcher, launcher_arguments in launchers.items() for n in (1, 2, 4, 8)}}
     launches = in_turns({name: functools.partial(launch, [sys.executable, *command], steps)
                          for name, (command, steps) in arguments.items()}, rounds)
     return {"epochs": EPOCHS, "runs": rounds, "launches": {
