@@ -58,8 +58,8 @@ def check_ddp_with_nccl():
 
 
 def check_ddp_inside():
-    """ddp-inside.py with NCCL, which it uses with a GPU for each of its 2 processes: its output, which
-    must keep DDP's promises (the same checks as its recorded Gloo run's); None with fewer GPUs."""
+    """ddp-inside.py with NCCL, which it uses with a GPU for each of its 2 processes: (its output, which must keep
+    DDP's promises as its recorded Gloo run does, its command); None with fewer GPUs."""
     if (gpus := torch.cuda.device_count()) < 2:
         print(f"gpu-check: ddp-inside.py needs 2 GPUs for NCCL, one a process, and this machine shows {gpus}: "
               "not run with NCCL")
@@ -70,7 +70,7 @@ def check_ddp_inside():
     if problems := inside_problems(stdout):
         sys.exit("gpu-check: ddp-inside.py with NCCL broke DDP's promises:\n" + "\n".join(problems) + f"\n{stdout}")
     print("gpu-check: ddp-inside.py with NCCL: the same weights, the mean of the gradients")
-    return stdout
+    return stdout, "python scripts/ddp-inside.py"
 
 
 def main():
@@ -84,9 +84,8 @@ def main():
     files = record.gpu_files(record.record_gpu())
     recorded = {str(path.relative_to(ROOT)): "python -m tools.record --gpu" for path in files}
     files[GPU_RUNS / "DDP-script-nccl.txt"], recorded["DDP-script-nccl.txt"] = check_ddp_with_nccl()
-    if (inside := check_ddp_inside()) is not None:
-        files[GPU_RUNS / "ddp-inside-nccl.txt"] = inside
-        recorded["ddp-inside-nccl.txt"] = "python scripts/ddp-inside.py"
+    if inside := check_ddp_inside():
+        files[GPU_RUNS / "ddp-inside-nccl.txt"], recorded["ddp-inside-nccl.txt"] = inside
     files[GPU_RUNS / "recorded-on.json"] = json.dumps({**label, "recorded": recorded}, indent=2) + "\n"
     write_files(files)  # all or nothing
     print("gpu-check: recorded" + "".join(f"\n  {path.relative_to(ROOT)}" for path in files))
