@@ -1,9 +1,7 @@
 """Fixtures shared by the test files: one recording of every page; the site built strictly as `make build`
-builds it (English in the root, Chinese in zh/), and as the Pages workflow publishes it (under a sub-path).
+builds it (English in the root, Chinese in zh/), and as the Pages workflow publishes it (under a sub-path)."""
 
-`pytest --update-outputs` (what `make outputs` does) writes the recording instead of comparing with it.
-"""
-
+import os
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -43,20 +41,22 @@ def pytest_terminal_summary(terminalreporter):  # as `make outputs` reports them
         terminalreporter.write_line(summary)
 
 
-def mkdocs_build(config: Path, site_dir: Path) -> tuple[int, str]:  # (exit status, stderr)
+def mkdocs_build(config: Path, site_dir: Path, **env: str) -> tuple[int, str]:  # (exit status, stderr)
     status, _, stderr = run([sys.executable, "-m", "mkdocs", "build", "--strict", "--config-file", str(config),
-                             "--site-dir", str(site_dir)], 600, cwd=config.parent)
+                             "--site-dir", str(site_dir)], 600, cwd=config.parent, env={**os.environ, **env})
     return status, stderr
 
 
-def build_editions(site: Path, environment: str = "") -> Path:
+def build_editions(site: Path, **env: str) -> Path:
     """Both editions built strictly at once (a process each), laid out as `make build` lays them out."""
     editions = sorted(EDITIONS.values(), key=lambda edition: edition.prefix)  # English, the root, first
     builds = [site.with_name(f"{site.name}-{edition.language}") for edition in editions]
     with ThreadPoolExecutor(max_workers=len(builds)) as pool:
-        results = list(pool.map(lambda edition, build: mkdocs_build(ROOT / edition.config, build), editions, builds))
+        results = list(pool.map(lambda edition, build: mkdocs_build(ROOT / edition.config, build, **env),
+                                editions, builds))
     for edition, build, (status, stderr) in zip(editions, builds, results):
-        assert status == 0, f"mkdocs build --strict -f {edition.config}{environment} failed:\n{stderr}"
+        with_env = f" with {env}" if env else ""
+        assert status == 0, f"mkdocs build --strict -f {edition.config}{with_env} failed:\n{stderr}"
         build.rename(site / edition.prefix)
     return site
 
@@ -80,10 +80,7 @@ PUBLISHED = {"SITE_URL": f"https://example.github.io/{SUB_PATH}/",
 def published_site(tmp_path_factory) -> Path:
     """A folder holding project/, the site (both editions) built with the Pages workflow's environment."""
     root = tmp_path_factory.mktemp("pages")
-    with pytest.MonkeyPatch.context() as patch:
-        for name, value in PUBLISHED.items():
-            patch.setenv(name, value)
-        build_editions(root / SUB_PATH, f" with {PUBLISHED}")
+    build_editions(root / SUB_PATH, **PUBLISHED)
     return root
 
 

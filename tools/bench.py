@@ -1,15 +1,8 @@
 """Measure the book and write the figures that the pages and README show.
 
-    make bench                          # everything: builds, pages, matmul, DDP, `make test`
-    make bench ARGS=--quick             # builds, pages and matmul, medians of 3
-    make bench ARGS="--only matmul"     # one section (builds pages matmul ddp tests)
-    make bench ARGS=--render            # measure nothing: write the figures of measured/bench.json again
-
-Every figure is a median of repeated runs, and what is compared (our build against plain Material,
-DDP against one plain process) is measured in turns in the same run. measured/bench.json holds them,
-rendered into measured/*.md (the pages include them) and README's marked table, each section with the
-version of what it measured (MEASURES): one measured before that changed says so.
-"""
+Every figure is a median of repeated runs; what is compared (our build against plain Material, DDP against one plain
+process) is measured in turns in the same run. measured/bench.json holds them with the version of what they measured
+(MEASURES), rendered into measured/*.md (the pages include them) and README's table, which say if it changed since."""
 
 import argparse
 import datetime
@@ -35,12 +28,11 @@ import yaml
 from tools import ROOT, page_runner
 from tools.ddp_runs import training_data
 from tools.editions import EDITIONS, ENGLISH
+from tools.pages import table
 
 SECTIONS = ("builds", "pages", "matmul", "ddp", "tests")
 QUICK = ("builds", "pages", "matmul")
-WORLD_SIZES = (1, 2, 4, 8)
 EPOCHS = 5  # per DDP launch: an epoch's cost is the median gap between consecutive epochs
-EPOCH_LINE = re.compile(r"Epoch: (\d+)")
 README_START, README_END = "<!-- bench:start -->", "<!-- bench:end -->"
 # What each section's figures measure: once one of these changes, the figures are of an earlier version of it, and
 # say so (the matmul measures torch alone, whose version its label names).
@@ -52,11 +44,8 @@ MKDOCS = [sys.executable, "-m", "mkdocs", "build"]
 
 def in_turns(measures, rounds):
     """{name: [each round's result]}: every measure runs once per round, so all see the same load."""
-    results = {name: [] for name in measures}
-    for _ in range(rounds):
-        for name, measure in measures.items():
-            results[name].append(measure())
-    return results
+    results = [{name: measure() for name, measure in measures.items()} for _ in range(rounds)]
+    return {name: [each[name] for each in results] for name in measures}
 
 
 def seconds(fn):
@@ -79,10 +68,8 @@ def build_in_process(config_file, site_dir, strict):
 
     config = load_config(config_file=str(config_file), site_dir=str(site_dir), strict=strict)
     config.plugins.on_startup(command="serve", dirty=False)
-    try:
-        build(config)
-    finally:
-        config.plugins.on_shutdown()
+    build(config)
+    config.plugins.on_shutdown()
 
 
 def measure_builds(work, repeats):
@@ -90,8 +77,7 @@ def measure_builds(work, repeats):
 
     # The same docs/ and Markdown extensions with the Material theme alone: no plugins, no hooks.
     config = load_config(config_file=str(ROOT / "mkdocs.yml"))
-    extensions = [{name: config["mdx_configs"][name]} if name in config["mdx_configs"] else name
-                  for name in config["markdown_extensions"]]
+    extensions = [{name: config["mdx_configs"].get(name, {})} for name in config["markdown_extensions"]]
     plain, site = work / "plain.yml", work / "site"
     plain.write_text(yaml.safe_dump({"site_name": "plain", "docs_dir": str(ROOT / "docs"), "plugins": [],
                                      "theme": {"name": "material"}, "markdown_extensions": extensions}))
@@ -174,14 +160,13 @@ def plain_training(epochs):
 
 
 def launch(command, steps):
-    """One launch's wall time, start-up and step. A DDP script's ranks print a line after every step, in
-    lockstep (each step waits for the all-reduce): an epoch ends at the last line that names it, and lasts
-    the median gap between epochs' ends."""
+    """One launch's wall time, start-up and step. A DDP script's ranks print a line after every step, in lockstep
+    (each waits for the all-reduce): an epoch ends at the last line that names it, and lasts the median gap."""
     start, ends = time.perf_counter(), {}
     with page_runner.process_group(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                    text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"}) as process:
         for line in process.stdout:
-            if match := EPOCH_LINE.search(line):
+            if match := re.search(r"Epoch: (\d+)", line):
                 ends[int(match[1])] = time.perf_counter() - start
     if process.returncode != 0 or len(ends) != EPOCHS:
         raise RuntimeError(f"{' '.join(map(str, command))} failed (exit status {process.returncode})")
@@ -192,16 +177,15 @@ def launch(command, steps):
 
 def measure_ddp(rounds):
     samples = len(training_data())
-    launchers = {"spawn": lambda processes: [sys.executable, "scripts/DDP-script.py", "--world-size",
-                                             str(processes)],
-                 "torchrun": lambda processes: [sys.executable, "-m", "torch.distributed.run", "--standalone",
-                                                f"--nproc_per_node={processes}", "scripts/DDP-script-torchrun.py"]}
-    commands = {"plain": ([sys.executable, "-m", "tools.bench", "--plain-training"], samples // 2), **{
-        # (command, steps per epoch): DistributedSampler pads to equal shares; batches of 2
-        f"{launcher} {n}": ([*command(n), "--epochs", str(EPOCHS)], math.ceil(samples / n) // 2)
-        for launcher, command in launchers.items() for n in WORLD_SIZES}}
-    launches = in_turns({name: functools.partial(launch, command, steps)
-                         for name, (command, steps) in commands.items()}, rounds)
+    launchers = {"spawn": lambda n: ["scripts/DDP-script.py", "--world-size", str(n)],
+                 "torchrun": lambda n: ["-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={n}",
+                                        "scripts/DDP-script-torchrun.py"]}
+    arguments = {"plain": (["-m", "tools.bench", "--plain-training"], samples // 2), **{
+        # (arguments, steps per epoch): DistributedSampler pads to equal shares; batches of 2
+        f"{launcher} {n}": ([*launcher_arguments(n), "--epochs", str(EPOCHS)], math.ceil(samples / n) // 2)
+        for launcher, launcher_arguments in launchers.items() for n in (1, 2, 4, 8)}}
+    launches = in_turns({name: functools.partial(launch, [sys.executable, *command], steps)
+                         for name, (command, steps) in arguments.items()}, rounds)
     return {"epochs": EPOCHS, "runs": rounds, "launches": {
         name: {key: statistics.median(figures[key] for figures in runs) for key in runs[0]}
         for name, runs in launches.items()}}
@@ -216,8 +200,7 @@ def measure_tests():
 
 def label(entry, note="", language="en", readme=False):
     """When and on what machine; README names the command too (a page names none of our tools)."""
-    words = EDITIONS[language].words
-    machine = entry["machine"]
+    words, machine = EDITIONS[language].words, entry["machine"]
     about = words["bench_machine"].format(**{**machine, "gpu": machine["gpu"] or words["no_gpu"]})
     date = entry["date"] + (words["at_commit"].format(commit=entry["commit"]) if "commit" in entry else "")
     return EDITIONS[language].spaced(words["measured_by" if readme else "measured_on"].format(
@@ -228,30 +211,28 @@ def version(section, root=ROOT):
     """A digest of the files that `section` measures, None if none: which version of them its figures are of."""
     if section not in MEASURES:
         return None
-    # not the caches that Python and ruff keep beside them (__pycache__, .ruff_cache): they differ from clone to clone
-    files = sorted(path for name in MEASURES[section] for path in [root / name, *(root / name).rglob("*")]
-                   if path.is_file() and not any(part == "__pycache__" or part.startswith(".") for part in
-                                                 path.relative_to(root).parts))
     digest = hashlib.sha256()
-    for path in files:
-        digest.update(f"{path.relative_to(root).as_posix()}\0".encode() + path.read_bytes())
+    for path in sorted(path for name in MEASURES[section] for path in [root / name, *(root / name).rglob("*")]):
+        relative = path.relative_to(root)
+        # not the caches of Python and ruff (__pycache__, .ruff_cache): they differ from clone to clone
+        if path.is_file() and not any(part == "__pycache__" or part.startswith(".") for part in relative.parts):
+            digest.update(f"{relative.as_posix()}\0".encode() + path.read_bytes())
     return digest.hexdigest()[:12]
 
 
 def earlier(results, section, note="readme_earlier", language="en"):
-    """The `note` that `section`'s figures are of an earlier version of what they measure (or do not say which), in
-    words; "" if they are of this one."""
+    """`note` if `section`'s figures are of an earlier version of what they measure (or do not say which), else ""."""
     if section not in MEASURES or results[section].get("version") == version(section):
         return ""
-    return EDITIONS[language].words[note].format(what=EDITIONS[language].words[f"measures_{section}"])
+    words = EDITIONS[language].words
+    return EDITIONS[language].spaced(words[note].format(what=words[f"measures_{section}"]))
 
 
 def ratio(value, baseline):
     return f"{value / baseline:.1f}×"
 
 
-# The English and the Chinese edition each include their own file: measured/NAME.md, measured/NAME.zh.md,
-# in the words of tools/words.toml.
+# Each edition includes its own file, in its words (tools/words.toml): measured/NAME.md, measured/NAME.zh.md.
 def matmul_md(matmul, language="en"):
     words = EDITIONS[language].words
     gpu = words["bench_matmul_gpu"].format(**matmul) if matmul["gpu"] else words["bench_matmul_no_gpu"]
@@ -260,18 +241,16 @@ def matmul_md(matmul, language="en"):
 
 def ddp_md(ddp, language="en"):
     words = EDITIONS[language].words
-    rows = []
+    rows = [words["bench_ddp_header"].format(epochs=ddp["epochs"]), "| --- | --- | --- | --- | --- |"]
     for name, figures in ddp["launches"].items():
         launcher, processes = name.split() if name != "plain" else (words["bench_plain"], words["bench_no_ddp"])
         rows.append(f"| {processes} | {launcher} | {figures['wall']:.2f} s | {figures['startup']:.2f} s "
-                    f"| {figures['step_ms']:.2f} ms |\n")
+                    f"| {figures['step_ms']:.2f} ms |")
     summary = words["bench_ddp_summary"].format(wall=two_against_one(ddp, "wall", language),
                                                 step=two_against_one(ddp, "step_ms", language))
-    note = words["bench_ddp_note"].format(runs=ddp["runs"])
+    footer = label(ddp, words["bench_ddp_note"].format(runs=ddp["runs"]), language)
     changed = earlier({"ddp": ddp}, "ddp", "bench_earlier", language)
-    changed = "\n\n" + EDITIONS[language].spaced(changed) if changed else ""
-    return (words["bench_ddp_header"].format(epochs=ddp["epochs"]) + "\n| --- | --- | --- | --- | --- |\n"
-            + "".join(rows) + f"\n{summary}\n\n{label(ddp, note, language)}{changed}\n")
+    return "\n\n".join(filter(None, ["\n".join(rows), summary, footer, changed])) + "\n"
 
 
 def two_against_one(ddp, key, language="en"):
@@ -287,44 +266,36 @@ def against(value, baseline):
 
 
 def readme_rows(results):
-    """README's rows, in English: (the words' key in tools/words.toml, the figure, its section), for each section
-    measured."""
-    if builds := results.get("builds"):
-        yield "readme_cold", against(builds["cold"], builds["plain"]), "builds"
-        yield "readme_repeat", f"{builds['repeat']:.2f} s: {ratio(builds['repeat'], builds['plain'])}", "builds"
-        yield "readme_rebuild", against(builds["rebuild"], builds["plain_rebuild"]), "builds"
-    if pages := results.get("pages"):
-        size = f"{pages['largest_kb']:.0f} KB (gzip {pages['largest_gzip_kb']:.0f} KB)"
-        yield "readme_largest", (f"{size}, `{pages['largest']}`; {pages['over_200_kb']} of {pages['pages']} pages "
-                                 "over 200 KB"), "pages"
-    if matmul := results.get("matmul"):
-        yield "readme_matmul", f"{matmul['cpu_us']:.0f} µs", "matmul"
-    if ddp := results.get("ddp"):
-        yield "readme_ddp_wall", two_against_one(ddp, "wall"), "ddp"
-        yield "readme_ddp_step", two_against_one(ddp, "step_ms"), "ddp"
-    if tests := results.get("tests"):
-        failed = "" if tests["passed"] else ": FAILED"
-        yield "readme_tests", f"{tests['seconds']:.0f} s, {tests['summary']}{failed}", "tests"
+    """README's rows, in English: (the words' key in tools/words.toml, the figure, its section)."""
+    builds, pages, ddp, tests = results["builds"], results["pages"], results["ddp"], results["tests"]
+    yield "readme_cold", against(builds["cold"], builds["plain"]), "builds"
+    yield "readme_repeat", f"{builds['repeat']:.2f} s: {ratio(builds['repeat'], builds['plain'])}", "builds"
+    yield "readme_rebuild", against(builds["rebuild"], builds["plain_rebuild"]), "builds"
+    size = f"{pages['largest_kb']:.0f} KB (gzip {pages['largest_gzip_kb']:.0f} KB)"
+    yield "readme_largest", (f"{size}, `{pages['largest']}`; {pages['over_200_kb']} of {pages['pages']} pages "
+                             "over 200 KB"), "pages"
+    yield "readme_matmul", f"{results['matmul']['cpu_us']:.0f} µs", "matmul"
+    yield "readme_ddp_wall", two_against_one(ddp, "wall"), "ddp"
+    yield "readme_ddp_step", two_against_one(ddp, "step_ms"), "ddp"
+    failed = "" if tests["passed"] else ": FAILED"
+    yield "readme_tests", f"{tests['seconds']:.0f} s, {tests['summary']}{failed}", "tests"
 
 
 def readme_md(results):
     """The table, then each run's date and machine once."""
-    labels = dict.fromkeys(label(results[section], readme=True) for section in SECTIONS if section in results)
-    return ("| What | Figure |\n| --- | --- |\n"
-            + "".join(f"| {ENGLISH.words[what]} | {figure}{earlier(results, section)} |\n"
-                      for what, figure, section in readme_rows(results))
-            + "\n" + "\n".join(labels) + "\n")
+    rows = [[ENGLISH.words[what], figure + earlier(results, section)] for what, figure, section in readme_rows(results)]
+    labels = dict.fromkeys(label(results[section], readme=True) for section in SECTIONS)
+    return table(["What", "Figure"], rows) + "\n\n" + "\n".join(labels) + "\n"
 
 
 def render(results, out):
-    """Write measured/bench.json, measured/*.md and README's marked region under `out`, all at once."""
+    """Write measured/bench.json, measured/*.md and README (its marked region new) under `out`, all at once."""
     files = {out / "measured" / "bench.json": json.dumps(results, indent=1, ensure_ascii=False) + "\n"}
     for language, suffix in [("en", ".md"), ("zh", ".zh.md")]:
         files[out / "measured" / f"matmul{suffix}"] = matmul_md(results["matmul"], language)
         files[out / "measured" / f"ddp{suffix}"] = ddp_md(results["ddp"], language)
-    readme = out / "README.md"
-    before, rest = (readme if readme.exists() else ROOT / "README.md").read_text().split(README_START, 1)
-    files[readme] = f"{before}{README_START}\n{readme_md(results)}{README_END}{rest.split(README_END, 1)[1]}"
+    before, rest = (ROOT / "README.md").read_text().split(README_START, 1)
+    files[out / "README.md"] = f"{before}{README_START}\n{readme_md(results)}{README_END}{rest.split(README_END, 1)[1]}"
     page_runner.write_files(files)
 
 
@@ -336,7 +307,7 @@ def main(argv=None):
     parser.add_argument("--render", action="store_true", help="measure nothing: write the figures of "
                         "measured/bench.json again (after a change to what they measured, which they then say)")
     parser.add_argument("--out", type=lambda path: Path(path).resolve(), default=ROOT,
-                        help="write measured/ and README.md under this folder (default: the repository)")
+                        help="write measured/ and README.md under this folder, not in the repository")
     parser.add_argument("--plain-training", action="store_true", help=argparse.SUPPRESS)  # measure_ddp's baseline
     args = parser.parse_args(argv)
     if args.plain_training:
@@ -347,9 +318,7 @@ def main(argv=None):
     quoted = f'"{options}"' if " " in options else options
     command = f"make bench ARGS={quoted}" if options else "make bench"
     os.chdir(ROOT)  # the snippets extension reads its files relative to the working directory
-    results_file = args.out / "measured" / "bench.json"
-    source = results_file if results_file.exists() else ROOT / "measured" / "bench.json"
-    results = json.loads(source.read_text())  # the sections not measured now keep their figures
+    results = json.loads((ROOT / "measured" / "bench.json").read_text())  # the sections not measured keep theirs
     logging.getLogger("mkdocs").addHandler(logging.NullHandler())  # in-process builds: keep the output readable
     status, commit, _ = page_runner.run(["git", "rev-parse", "--short", "HEAD"], 60, cwd=ROOT)
     facts = page_runner.describe_machine()  # what the figures were measured on, as tools/words.toml words it
@@ -367,7 +336,7 @@ def main(argv=None):
             results[section] = {**measure[section](), **about, **({"version": measured} if measured else {})}
             print(json.dumps(results[section], indent=1), flush=True)
     render(results, args.out)
-    print(f"wrote {results_file} and the figures it renders", file=sys.stderr)
+    print(f"wrote {args.out / 'measured' / 'bench.json'} and the figures it renders", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,6 @@ import json
 import os
 import sys
 import tempfile
-from pathlib import Path
 
 import torch
 
@@ -33,11 +32,6 @@ def run_script(what, arguments, env):
     return stdout
 
 
-def train(backend, world_size, save, env):
-    return in_rank_order(run_script(f"the {backend} run", ["scripts/DDP-script.py", "--world-size", str(world_size),
-                                                           "--save", str(save)], env))
-
-
 def gpu_environment():
     """ddp_environment(), which hides the GPUs, with those the caller lets it see."""
     env = environment()
@@ -46,25 +40,26 @@ def gpu_environment():
 
 
 def check_ddp_with_nccl():
-    """Train with NCCL and with Gloo; compare the weights; (the NCCL run's output, its command)."""
+    """Train with NCCL and with Gloo (on the CPU); compare the weights; (the NCCL run's output, its command)."""
     world_size = min(torch.cuda.device_count(), 8)  # the toy data feeds at most 8 ranks
+    command = ["scripts/DDP-script.py", "--world-size", str(world_size)]
     with tempfile.TemporaryDirectory() as tmp:
-        nccl = train("nccl", world_size, Path(tmp) / "nccl.pt", gpu_environment())
-        train("gloo", world_size, Path(tmp) / "gloo.pt", environment())  # on the CPU
+        nccl = in_rank_order(run_script("the nccl run", [*command, "--save", f"{tmp}/nccl.pt"], gpu_environment()))
+        run_script("the gloo run", [*command, "--save", f"{tmp}/gloo.pt"], environment())
         if "with nccl" not in nccl or not trained_fully(nccl, world_size):
             sys.exit(f"gpu-check: the NCCL run did not train to full accuracy:\n{nccl}")
-        nccl_weights = torch.load(Path(tmp) / "nccl.pt", map_location="cpu", weights_only=True)
-        gloo_weights = torch.load(Path(tmp) / "gloo.pt", map_location="cpu", weights_only=True)
+        nccl_weights = torch.load(f"{tmp}/nccl.pt", map_location="cpu", weights_only=True)
+        gloo_weights = torch.load(f"{tmp}/gloo.pt", map_location="cpu", weights_only=True)
     for key, expected in gloo_weights.items():
         torch.testing.assert_close(nccl_weights[key], expected, atol=1e-5, rtol=1e-5,
                                    msg=lambda m: f"gpu-check: NCCL and Gloo weights differ in {key}: {m}")
     print(f"gpu-check: NCCL on {world_size} GPU(s) trained and matches Gloo within 1e-5")
-    return nccl, f"python scripts/DDP-script.py --world-size {world_size}"
+    return nccl, f"python {' '.join(command)}"
 
 
 def check_ddp_inside():
-    """ddp-inside.py with NCCL, which it uses with a GPU for each of its 2 processes: its output, which
-    must keep DDP's promises (the same checks as its recorded Gloo run's); None with fewer GPUs."""
+    """ddp-inside.py with NCCL, which it uses with a GPU for each of its 2 processes: (its output, which must keep
+    DDP's promises as its recorded Gloo run does, its command); None with fewer GPUs."""
     if (gpus := torch.cuda.device_count()) < 2:
         print(f"gpu-check: ddp-inside.py needs 2 GPUs for NCCL, one a process, and this machine shows {gpus}: "
               "not run with NCCL")
@@ -75,7 +70,7 @@ def check_ddp_inside():
     if problems := inside_problems(stdout):
         sys.exit("gpu-check: ddp-inside.py with NCCL broke DDP's promises:\n" + "\n".join(problems) + f"\n{stdout}")
     print("gpu-check: ddp-inside.py with NCCL: the same weights, the mean of the gradients")
-    return stdout
+    return stdout, "python scripts/ddp-inside.py"
 
 
 def main():
@@ -89,9 +84,8 @@ def main():
     files = record.gpu_files(record.record_gpu())
     recorded = {str(path.relative_to(ROOT)): "python -m tools.record --gpu" for path in files}
     files[GPU_RUNS / "DDP-script-nccl.txt"], recorded["DDP-script-nccl.txt"] = check_ddp_with_nccl()
-    if (inside := check_ddp_inside()) is not None:
-        files[GPU_RUNS / "ddp-inside-nccl.txt"] = inside
-        recorded["ddp-inside-nccl.txt"] = "python scripts/ddp-inside.py"
+    if inside := check_ddp_inside():
+        files[GPU_RUNS / "ddp-inside-nccl.txt"], recorded["ddp-inside-nccl.txt"] = inside
     files[GPU_RUNS / "recorded-on.json"] = json.dumps({**label, "recorded": recorded}, indent=2) + "\n"
     write_files(files)  # all or nothing
     print("gpu-check: recorded" + "".join(f"\n  {path.relative_to(ROOT)}" for path in files))
