@@ -7,7 +7,7 @@ import re
 import nbformat
 from markdown.extensions.toc import slugify
 
-from tools import claims, pages, prerequisites
+from tools import claims, pages, prerequisites, store
 from tools.editions import ENGLISH, Edition
 from tools.sections import Section
 
@@ -92,7 +92,7 @@ def _markdown_cell(lines: list[str]):
     return [nbformat.v4.new_markdown_cell(text)] if text else []
 
 
-def notebook_text(name: str, outputs: dict[str, str], plots: dict[str, dict], edition: Edition) -> str:
+def notebook_text(name: str, recording: store.Recording, edition: Edition) -> str:
     """The notebook `name` as it is stored: text cells from its pages in `edition`, code cells with the outputs
     and plots recorded for their sections."""
     notebook_pages, words = pages.NOTEBOOKS[name], edition.words
@@ -118,9 +118,9 @@ def notebook_text(name: str, outputs: dict[str, str], plots: dict[str, dict], ed
             markdown = []
             seen.add(section.key)
             code = nbformat.v4.new_code_cell(section.code, metadata={"section": section.key}, execution_count=len(seen))
-            if section.key in outputs:
-                code.outputs = [nbformat.v4.new_output("stream", name="stdout", text=outputs[section.key])]
-            if plot := plots.get(section.key):
+            if section.key in recording.outputs:
+                code.outputs = [nbformat.v4.new_output("stream", name="stdout", text=recording.outputs[section.key])]
+            if plot := recording.plots.get(section.key):
                 caption = words[f"plot:{section.key}"]
                 code.outputs.append(nbformat.v4.new_output(
                     "display_data", data={"text/html": plot_html(plot["svg"], caption), "text/plain": caption}))
