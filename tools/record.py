@@ -7,7 +7,6 @@
 Each page's download runs alone (tools/page_runner.py), once; what the runs give is written all or nothing.
 """
 
-import json
 import os
 import re
 import signal
@@ -101,9 +100,7 @@ def record_gpu() -> store.Recording:
 
 
 def gpu_files(recording: store.Recording) -> dict[Path, str]:
-    files = {store.output_path(key, ".txt", GPU_OUTPUTS): text for key, text in recording.outputs.items()}
-    files[GPU_OUTPUTS / "recorded.json"] = json.dumps(recording.manifest, indent=2, sort_keys=True) + "\n"
-    return files
+    return recording.files(GPU_OUTPUTS)
 
 
 def write_gpu(recording: store.Recording) -> list[Path]:

@@ -60,12 +60,12 @@ class Recording:  # everything `make outputs` writes, in memory
     scripts: dict[str, str] | None = None  # scripts/outputs/NAME -> text; None: not run this time
     runs: dict[str, dict] = field(default_factory=dict)  # page -> record_page(page)
 
-    def files(self) -> dict[Path, str]:
-        files = {output_path(key, ".txt"): text for key, text in self.outputs.items()}
+    def files(self, folder: Path = OUTPUTS) -> dict[Path, str]:  # folder: GPU_OUTPUTS for make gpu-check's
+        files = {output_path(key, ".txt", folder): text for key, text in self.outputs.items()}
         for key, plot in self.plots.items():  # the same drawing in both editions: the code's labels are English
-            files[output_path(key, ".plot.json")] = json.dumps(plot["data"], indent=1) + "\n"
-            files[output_path(key, ".svg")] = plot["svg"]
-        files[MANIFEST] = json.dumps(self.manifest, indent=2, sort_keys=True) + "\n"
+            files[output_path(key, ".plot.json", folder)] = json.dumps(plot["data"], indent=1) + "\n"
+            files[output_path(key, ".svg", folder)] = plot["svg"]
+        files[folder / MANIFEST.name] = json.dumps(self.manifest, indent=2, sort_keys=True) + "\n"
         files.update(self.notebooks)
         files.update({SCRIPT_OUTPUTS / name: text for name, text in (self.scripts or {}).items()})
         return files
