@@ -60,7 +60,7 @@ class Recording:  # everything `make outputs` writes, in memory
     scripts: dict[str, str] | None = None  # scripts/outputs/NAME -> text; None: not run this time
     runs: dict[str, dict] = field(default_factory=dict)  # page -> record_page(page)
 
-    def files(self, folder: Path = OUTPUTS) -> dict[Path, str]:  # folder: GPU_OUTPUTS for make gpu-check's
+    def files(self, folder: Path = OUTPUTS) -> dict[Path, str]:  # into GPU_OUTPUTS: make gpu-check's
         files = {output_path(key, ".txt", folder): text for key, text in self.outputs.items()}
         for key, plot in self.plots.items():  # the same drawing in both editions: the code's labels are English
             files[output_path(key, ".plot.json", folder)] = json.dumps(plot["data"], indent=1) + "\n"
