@@ -52,8 +52,7 @@ def test_each_plot_is_the_figure_its_own_block_draws(recording):
     like an output; the loss plot, from its own run of the loop, shows the losses the book's loop printed."""
     assert sorted(recording.plots) == ["a6_data_loaders:plot_toy_data", "a7_training_loop:plot_decision_regions",
                                        "a7_training_loop:plot_loss"]
-    for plot in recording.plots.values():  # and no id that every plot has (two share A.7's page)
-        svg = plot["svg"]
+    for svg in (plot["svg"] for plot in recording.plots.values()):  # no id that every plot has (A.7 shows two)
         assert 'fill="currentColor"' in svg and "#000000" not in svg and ' id="axes_1"' not in svg
     (axes,) = recording.plots["a7_training_loop:plot_loss"]["data"]
     printed = re.findall(r"Train/Val Loss: ([\d.]+)", recording.outputs["a7_training_loop:train"])
@@ -86,8 +85,7 @@ def test_malformed_section_markers_are_refused(text, message, tmp_path):
 
 @pytest.mark.parametrize("pattern, wrong", [
     *((pattern, None) for pattern in [".*", ".+", r"[\s\S]*", r"\w+", "(?:ERROR|True|False)"]),  # a broken line
-    # A wrong line of its entry: A.9.1's error had this pattern, under which a stale message passed every check
-    # (issue 31).
+    # A wrong line of its entry: under A.9.1's old pattern, a stale message passed every check (issue 31).
     ("RuntimeError: .*device.*", "RuntimeError: Tensor on device meta is not on the expected device cpu!"),
 ])
 def test_a_pattern_that_would_accept_a_broken_or_wrong_line_is_refused(pattern, wrong, tmp_path):
@@ -105,13 +103,11 @@ def test_every_declared_line_is_held_to_a_wrong_value_or_to_the_recording_machin
     environment = json.loads(store.MANIFEST.read_text())["environment"]
     # The outputs whose every shape is right on some machine (a version, True or False, a device).
     device = "cuda" if environment["gpu"] else "mps" if environment["mps"] else "cpu"
-    expected = {
-        "a1_what_is_pytorch:version": f"{environment['torch']}\n",
-        "a1_what_is_pytorch:cuda_available": f"{bool(environment['gpu'])}\n",
-        "a1_what_is_pytorch:mps_available": f"{environment['mps']}\n",
-        "a9_gpu_training:pick_device": f"{device}\n",
-        "a9_gpu_training:to_on_a_tensor": f"cpu\n{device if device == 'cpu' else f'{device}:0'}\nTrue\n",
-    }
+    expected = {"a1_what_is_pytorch:version": f"{environment['torch']}\n",
+                "a1_what_is_pytorch:cuda_available": f"{bool(environment['gpu'])}\n",
+                "a1_what_is_pytorch:mps_available": f"{environment['mps']}\n",
+                "a9_gpu_training:pick_device": f"{device}\n",
+                "a9_gpu_training:to_on_a_tensor": f"cpu\n{device if device == 'cpu' else f'{device}:0'}\nTrue\n"}
     unchecked = [key for key, spec in store.varying_patterns().items() if not spec.get("wrong") and key not in expected]
     assert not unchecked, f"declared lines that a wrong recording of the same shape could pass: {unchecked}"
     assert {key: store.stored_output(key) for key in expected} == expected, (
