@@ -32,35 +32,27 @@ def stored_with(change: dict) -> dict:
     return {path: text for path, text in {**store.stored_files(), **change}.items() if text is not None}
 
 
-def test_a_changed_new_or_vanished_output_is_reported_by_its_file(recording):
+def test_a_changed_new_or_vanished_output_is_reported_by_its_file_and_a_declared_line_by_its_shape(recording):
     shape, old = OUTPUTS / "a2_tensors" / "shape.txt", OUTPUTS / "a2_tensors" / "removed_section.txt"
     problems = store.drift(recording, stored_with({shape: shape.read_text().replace("3", "4", 1)}))
-    assert len(problems) == 1, problems  # one changed character: a diff naming the file
-    assert problems[0].startswith("snippets/outputs/a2_tensors/shape.txt differs from a fresh run")
+    assert len(problems) == 1, problems  # one changed character: a diff naming the file, and what to run
+    assert problems[0].startswith("snippets/outputs/a2_tensors/shape.txt differs from a fresh run (run `make outputs`")
     assert "-torch.Size([2, 4])" in problems[0] and "+torch.Size([2, 3])" in problems[0]
-    assert "make outputs" in problems[0]
     problems = "\n".join(store.drift(recording, stored_with({shape: None, old: "old\n"})))
     assert "snippets/outputs/a2_tensors/shape.txt is not recorded" in problems
     assert "snippets/outputs/a2_tensors/removed_section.txt is stored but nothing prints it" in problems
-
-
-def test_a_machine_dependent_line_is_checked_for_its_shape(recording):
-    version = OUTPUTS / "a1_what_is_pytorch" / "version.txt"
-    fresh = recording.outputs["a1_what_is_pytorch:version"]
-    same_shape = re.sub(r"\d", "9", fresh)  # another version of the same layout: accepted
-    assert store.drift(recording, stored_with({version: same_shape})) == []
+    version, fresh = OUTPUTS / "a1_what_is_pytorch" / "version.txt", recording.outputs["a1_what_is_pytorch:version"]
+    assert store.drift(recording, stored_with({version: re.sub(r"\d", "9", fresh)})) == []  # the same shape
     problems = store.drift(recording, stored_with({version: "no torch here\n"}))
     assert [p.split(" differs")[0] for p in problems] == ["snippets/outputs/a1_what_is_pytorch/version.txt"]
 
 
 def test_each_plot_is_the_figure_its_own_block_draws(recording):
-    """The recorder keeps the figure that a section's code leaves open (the page runner saves it from outside),
-    drawn in the text's colour for both palettes; what it shows is checked like an output; and the loss plot,
-    from its own run of the loop, shows the losses the book's loop printed."""
+    """The figure a section's code leaves open, in the text's colour for both palettes; what it shows is checked
+    like an output; the loss plot, from its own run of the loop, shows the losses the book's loop printed."""
     assert sorted(recording.plots) == ["a6_data_loaders:plot_toy_data", "a7_training_loop:plot_decision_regions",
                                        "a7_training_loop:plot_loss"]
-    for plot in recording.plots.values():  # and no id that every plot has (two share A.7's page)
-        svg = plot["svg"]
+    for svg in (plot["svg"] for plot in recording.plots.values()):  # no id that every plot has (A.7 shows two)
         assert 'fill="currentColor"' in svg and "#000000" not in svg and ' id="axes_1"' not in svg
     (axes,) = recording.plots["a7_training_loop:plot_loss"]["data"]
     printed = re.findall(r"Train/Val Loss: ([\d.]+)", recording.outputs["a7_training_loop:train"])
@@ -93,8 +85,7 @@ def test_malformed_section_markers_are_refused(text, message, tmp_path):
 
 @pytest.mark.parametrize("pattern, wrong", [
     *((pattern, None) for pattern in [".*", ".+", r"[\s\S]*", r"\w+", "(?:ERROR|True|False)"]),  # a broken line
-    # A wrong line of its entry: A.9.1's error had this pattern, under which a stale message passed every check
-    # (issue 31).
+    # A wrong line of its entry: under A.9.1's old pattern, a stale message passed every check (issue 31).
     ("RuntimeError: .*device.*", "RuntimeError: Tensor on device meta is not on the expected device cpu!"),
 ])
 def test_a_pattern_that_would_accept_a_broken_or_wrong_line_is_refused(pattern, wrong, tmp_path):
@@ -107,40 +98,32 @@ def test_a_pattern_that_would_accept_a_broken_or_wrong_line_is_refused(pattern, 
 
 
 def test_every_declared_line_is_held_to_a_wrong_value_or_to_the_recording_machine():
-    """Each declared entry names a wrong line of its shape that its patterns refuse (checked as they are
-    read), or its stored output is what the machine in recorded.json prints: a stale version, or True
-    recorded without a GPU, fails here although its shape is right."""
+    """Each declared entry names a wrong line of its shape (refused as the patterns are read), or its stored output
+    is what the machine in recorded.json prints: a stale version, or True without a GPU, fails here."""
     environment = json.loads(store.MANIFEST.read_text())["environment"]
     # The outputs whose every shape is right on some machine (a version, True or False, a device).
     device = "cuda" if environment["gpu"] else "mps" if environment["mps"] else "cpu"
-    expected = {
-        "a1_what_is_pytorch:version": f"{environment['torch']}\n",
-        "a1_what_is_pytorch:cuda_available": f"{bool(environment['gpu'])}\n",
-        "a1_what_is_pytorch:mps_available": f"{environment['mps']}\n",
-        "a9_gpu_training:pick_device": f"{device}\n",
-        "a9_gpu_training:to_on_a_tensor": f"cpu\n{device if device == 'cpu' else f'{device}:0'}\nTrue\n",
-    }
+    expected = {"a1_what_is_pytorch:version": f"{environment['torch']}\n",
+                "a1_what_is_pytorch:cuda_available": f"{bool(environment['gpu'])}\n",
+                "a1_what_is_pytorch:mps_available": f"{environment['mps']}\n",
+                "a9_gpu_training:pick_device": f"{device}\n",
+                "a9_gpu_training:to_on_a_tensor": f"cpu\n{device if device == 'cpu' else f'{device}:0'}\nTrue\n"}
     unchecked = [key for key, spec in store.varying_patterns().items() if not spec.get("wrong") and key not in expected]
     assert not unchecked, f"declared lines that a wrong recording of the same shape could pass: {unchecked}"
-    stored = {key: store.stored_output(key) for key in expected}
-    assert stored == expected, f"stored outputs that the recording machine ({environment}) does not print"
+    assert {key: store.stored_output(key) for key in expected} == expected, (
+        f"stored outputs that the recording machine ({environment}) does not print")
     versions = store.stored_output("exercise_solutions:a2_versions")
     assert versions.startswith(f"torch                {environment['torch']}\n"), versions
     gpu = store.stored_output("exercise_solutions:a4_matmul_timing").splitlines()[1]
     assert (gpu == "GPU: none available") == (not environment["gpu"]), gpu
 
 
-RANDOM = [key for key, spec in store.varying_patterns().items() if spec.get("random")]
-
-
-@pytest.mark.parametrize("key", RANDOM)
+@pytest.mark.parametrize("key", [key for key, spec in store.varying_patterns().items() if spec.get("random")])
 def test_an_unseeded_output_keeps_its_layout_whatever_the_draw(key, recording):
     """The page's code up to the section, run DRAWS times here from fresh random states: every printout
     has the recorded layout (its lines' count and lengths), only the digits change."""
-    page = next(p for p, run in recording.runs.items() if key in run["outputs"])
-    sections = recording.runs[page]["page"].sections
+    sections = next(run["page"].sections for run in recording.runs.values() if key in run["outputs"])
     prefix = sections[: [s.key for s in sections].index(key) + 1]
-    varying = store.varying_patterns()
     shapes = set()
     try:
         for _ in range(DRAWS):
@@ -151,7 +134,7 @@ def test_an_unseeded_output_keeps_its_layout_whatever_the_draw(key, recording):
                     before = printed.tell()
                     exec(section.code, namespace)
             text = printed.getvalue()[before:]
-            diff = compare_text(recording.outputs[key], text, key, varying)
+            diff = compare_text(recording.outputs[key], text, key, store.varying_patterns())
             assert diff is None, f"a fresh draw printed {key} in another layout:\n{diff}"
             shapes.add(tuple(map(len, text.splitlines())))
     finally:

@@ -7,16 +7,15 @@ import re
 import nbformat
 from markdown.extensions.toc import slugify
 
-from tools import claims, pages, prerequisites
+from tools import claims, pages, prerequisites, store
 from tools.editions import ENGLISH, Edition
 from tools.sections import Section
 
 KERNEL = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
 ADMONITION = re.compile(r'^(?:!!!|\?\?\?\+?|===) ?(\w*)(?: *"([^"]*)")?\s*$')
 FENCE = re.compile(r"^(`{3,})(\w*)")  # of text, math or a shell: the code blocks are the page's pages.Block
-# A heading, and its anchor in the English edition: a Chinese heading's `{ #anchor }` (Jupyter would show it as text),
-# else what the toc extension makes of it (of a page's title, the English one). The notebook keeps it in an <a id>,
-# and its page takes it (tools/hooks/render_notebooks.py): mkdocs-jupyter makes ids of the ASCII letters only.
+# A heading, and its English anchor: a Chinese heading's `{ #anchor }`, else the toc extension's (of a page's title, the
+# English one), kept in an <a id> for its page (tools/hooks/render_notebooks.py): Jupyter shows `{ #anchor }` as text.
 HEADING = re.compile(r"^(#{1,5}) (.*?)(?: \{ *#([\w-]+) *\})?$")
 LOCAL_LINK = re.compile(r"\[([^\]]+)\]\((?!https?://)[^)]*\)")
 # What only the page has: its text between these marks (an output's title, the box at its end), and a figure, but
@@ -26,17 +25,14 @@ FIGURE = re.compile(r"<figure([^>]*)>.*?(?:<figcaption>(.*?)</figcaption>.*?)?</
 SVG_METADATA = re.compile(r"\s*<metadata>.*?</metadata>", re.S)
 
 
-def _figure(match: re.Match) -> str:
-    return re.sub(r"</?code>", "`", match[2]) + "\n" if 'data-notebook="caption"' in match[1] else ""
-
-
 def page_parts(page: str, edition: Edition) -> list[str | tuple[Section, bool]]:
     """The page in `edition` as lines of text (as a notebook's text cell shows them) and its sections, each with
     whether it is in the page's "Code from earlier sections" block, in order."""
     text = re.sub(r"\A---\n.*?\n---\n", "", pages.page_text(page, edition.docs), flags=re.S)
-    text = FIGURE.sub(_figure, PAGE_ONLY.sub("", claims.without_marks(prerequisites.fill(text, edition))))
+    text = FIGURE.sub(lambda m: re.sub(r"</?code>", "`", m[2]) + "\n" if 'data-notebook="caption"' in m[1] else "",
+                      PAGE_ONLY.sub("", claims.without_marks(prerequisites.fill(text, edition))))
     blocks = {text.count("\n", 0, block.fence.start()): block for block in pages.read(page, text=text).blocks}
-    parts, fence, language, earlier, after = [], None, "", False, 0  # None in parts: a line left out
+    parts, fence, language, earlier, after = [], None, "", False, 0
     for number, line in enumerate(text.splitlines()):
         if block := blocks.get(number):
             parts += [(section, earlier) for section in block.sections]
@@ -52,7 +48,8 @@ def page_parts(page: str, edition: Edition) -> list[str | tuple[Section, bool]]:
         elif match := ADMONITION.match(line):
             heading = match[2] if match[2] is not None else match[1].capitalize()
             earlier = heading == edition.words["earlier_code"]
-            parts.append(None if earlier or not heading else f"**{heading}**\n")
+            if heading and not earlier:
+                parts.append(f"**{heading}**\n")
         elif not (earlier or line.startswith("<") or "--8<--" in line):
             line = LOCAL_LINK.sub(r"\1", line)
             if heading := HEADING.match(line):  # one level down, without code marks (the TOC), with an anchor
@@ -60,7 +57,7 @@ def page_parts(page: str, edition: Edition) -> list[str | tuple[Section, bool]]:
                 anchor = heading[3] or slugify(pages.title(page) if heading[1] == "#" else heading_text, "-")
                 line = f'#{heading[1]} {heading_text} <a id="{anchor}"></a>'
             parts.append(line)
-    return [part for part in parts if part is not None]
+    return parts
 
 
 def unwrapped(markup: str, tag: str, drop) -> str:
@@ -78,9 +75,8 @@ def unwrapped(markup: str, tag: str, drop) -> str:
 
 
 def plot_html(svg: str, caption: str) -> str:
-    """A recorded plot as the notebook's page shows it, and Jupyter and Colab: inline, so that it follows the
-    palette, named by its caption; without matplotlib's <metadata> and its <g>s without attributes (lighter).
-    nbconvert shows text/html before image/svg+xml, so mkdocs-jupyter puts it in the page as it is."""
+    """A recorded plot, inline (so that it follows the palette: nbconvert shows text/html as it is), named by its
+    caption; without matplotlib's <metadata> and its <g>s without attributes (lighter)."""
     svg = unwrapped(SVG_METADATA.sub("", svg[svg.index("<svg"):]), "g", lambda tag: tag == "<g>")
     svg = "\n".join(line for line in svg.splitlines() if line.strip())  # the lines of the <g>s
     style = "max-width: 100%; height: auto"  # as wide as the column at most, on a phone too
@@ -92,7 +88,7 @@ def _markdown_cell(lines: list[str]):
     return [nbformat.v4.new_markdown_cell(text)] if text else []
 
 
-def notebook_text(name: str, outputs: dict[str, str], plots: dict[str, dict], edition: Edition) -> str:
+def notebook_text(name: str, recording: store.Recording, edition: Edition) -> str:
     """The notebook `name` as it is stored: text cells from its pages in `edition`, code cells with the outputs
     and plots recorded for their sections."""
     notebook_pages, words = pages.NOTEBOOKS[name], edition.words
@@ -118,9 +114,9 @@ def notebook_text(name: str, outputs: dict[str, str], plots: dict[str, dict], ed
             markdown = []
             seen.add(section.key)
             code = nbformat.v4.new_code_cell(section.code, metadata={"section": section.key}, execution_count=len(seen))
-            if section.key in outputs:
-                code.outputs = [nbformat.v4.new_output("stream", name="stdout", text=outputs[section.key])]
-            if plot := plots.get(section.key):
+            if section.key in recording.outputs:
+                code.outputs = [nbformat.v4.new_output("stream", name="stdout", text=recording.outputs[section.key])]
+            if plot := recording.plots.get(section.key):
                 caption = words[f"plot:{section.key}"]
                 code.outputs.append(nbformat.v4.new_output(
                     "display_data", data={"text/html": plot_html(plot["svg"], caption), "text/plain": caption}))

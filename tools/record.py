@@ -4,14 +4,9 @@
     python -m tools.record --gpu  # on a CUDA machine: the GPU outputs (part of make gpu-check)
     python -m tools.record --report FILE  # the same, from check-appendix-a.py's report of a CUDA machine
 
-Each page's download runs alone (tools/page_runner.py), once, for at most TIME_LIMIT seconds, and
-gives all that is stored: what each section printed and drew (snippets/outputs/), where and from
-which code it was recorded (recorded.json), the notebooks of both editions, and the DDP scripts'
-runs (scripts/outputs/), all or nothing. A declared timing or unseeded draw keeps its stored value
-where only the value changed, so an unchanged tree re-records to the same bytes.
+Each page's download runs alone (tools/page_runner.py), once; what the runs give is written all or nothing.
 """
 
-import json
 import os
 import re
 import signal
@@ -28,8 +23,7 @@ from tools.store import GPU_OUTPUTS
 
 
 def record_page(page: str) -> dict:
-    """Run the page's download alone: {"page": its pages.Page, "environment": {...}, "outputs": {"module:section":
-    what it printed}, "plots": {"module:section": {data, svg}}}: the figure a section's code draws, as it is shown."""
+    """Run the page's download alone: {"page": its pages.Page, "environment", "outputs", "plots"}, each by section."""
     program = pages.read(page)
     try:
         run = page_runner.run_page(pages.download_text(page, program.sections), pages.download_name(page),
@@ -44,9 +38,8 @@ def record_page(page: str) -> dict:
 
 
 def in_both_palettes(svg: str) -> str:
-    """Matplotlib's SVG in the colour of the text around it (black becomes currentColor, the legend's white
-    the page's background), as it is inline in both palettes; without the ids every plot has (figure_1), and
-    its style rule for every element (*) kept to plots."""
+    """Matplotlib's SVG in the colours of the page around it, in both palettes; without the ids every plot has
+    (figure_1), its style rule for every element (*) kept to plots."""
     svg = re.sub(r' id="[\w.]+_\d+"', "", svg)
     svg = svg.replace("#000000", "currentColor").replace("fill: #ffffff", "fill: var(--md-default-bg-color, #fff)")
     svg = svg.replace("<svg ", '<svg fill="currentColor" ', 1)
@@ -80,14 +73,10 @@ def record(scripts: bool = True) -> store.Recording:
         recording.outputs[key] = store.to_store(store.stored_output(key), text, key, varying)
     for key in recording.plots:
         if missing := [edition.name for edition in EDITIONS.values() if f"plot:{key}" not in edition.words]:
-            module, section = key.split(":")
-            raise store.RecordingError(f"snippets/{module}.py, section '{section}' draws a plot, but "
-                                       f"tools/words.toml has no words 'plot:{key}' (what the plot shows: its "
-                                       f"alt text) in {' and '.join(missing)}; add them.")
-    for edition in EDITIONS.values():  # one notebook per language: the same cells, the text of its edition
-        for name in pages.NOTEBOOKS:
-            recording.notebooks[edition.notebooks / f"{name}.ipynb"] = notebook_text(
-                name, recording.outputs, recording.plots, edition)
+            raise store.RecordingError(f"{key} draws a plot, but tools/words.toml has no words 'plot:{key}' (what "
+                                       f"the plot shows: its alt text) in {' and '.join(missing)}; add them.")
+    recording.notebooks = {edition.notebooks / f"{name}.ipynb": notebook_text(name, recording, edition)
+                           for edition in EDITIONS.values() for name in pages.NOTEBOOKS}
     return recording
 
 
@@ -99,8 +88,7 @@ def summary(recording: store.Recording, changed: list[Path]) -> str:
 
 
 def record_gpu() -> store.Recording:
-    """On a CUDA machine: the machine-dependent outputs of the pages that use a GPU, into
-    snippets/outputs/gpu/ (the pages show them beside the CPU ones, labelled with the GPU)."""
+    """On a CUDA machine: the machine-dependent outputs of the pages that use a GPU (shown beside the CPU ones)."""
     runs = dict(zip(pages.GPU_PAGES, map(record_page, pages.GPU_PAGES)))  # one after another: one GPU
     environment = next(iter(runs.values()))["environment"]
     if not environment["gpu"]:
@@ -112,9 +100,7 @@ def record_gpu() -> store.Recording:
 
 
 def gpu_files(recording: store.Recording) -> dict[Path, str]:
-    files = {store.output_path(key, ".txt", GPU_OUTPUTS): text for key, text in recording.outputs.items()}
-    files[GPU_OUTPUTS / "recorded.json"] = json.dumps(recording.manifest, indent=2, sort_keys=True) + "\n"
-    return files
+    return recording.files(GPU_OUTPUTS)
 
 
 def write_gpu(recording: store.Recording) -> list[Path]:
@@ -127,16 +113,14 @@ CUDA_LINES = {"a1_what_is_pytorch:cuda_available": "True", "a9_gpu_training:pick
 
 
 def signs_of_no_cuda(runs: dict) -> list[str]:
-    """What, in a report's device runs, says they ran without CUDA: the torch build, the GPU torch saw,
-    the device lines the pages printed."""
+    """What in a report's device runs says they ran without CUDA: the torch build, the GPU, the device lines."""
     environments = [runs[page]["environment"] for page in pages.GPU_PAGES]
     misfits = [f"torch {build} is a build without CUDA"
                for build in sorted({e["torch"] for e in environments if e["torch"].endswith("+cpu")})]
-    if not all(e.get("gpu") for e in environments):
-        misfits.append("torch found no CUDA GPU")
-    return misfits + [f"{cell['key']} printed {cell['output'].strip()!r}, not {CUDA_LINES[cell['key']]!r}"
-                      for page in pages.GPU_PAGES for cell in runs[page]["cells"]
-                      if cell["key"] in CUDA_LINES and cell["output"].strip() != CUDA_LINES[cell["key"]]]
+    misfits += [] if all(e.get("gpu") for e in environments) else ["torch found no CUDA GPU"]
+    printed = {cell["key"]: cell["output"].strip() for page in pages.GPU_PAGES for cell in runs[page]["cells"]}
+    return misfits + [f"{key} printed {printed[key]!r}, not {line!r}" for key, line in CUDA_LINES.items()
+                      if printed.get(key, line) != line]
 
 
 def record_report(path: Path) -> store.Recording:
@@ -147,41 +131,36 @@ def record_report(path: Path) -> store.Recording:
     if device.get("device") != "cuda":
         raise store.RecordingError(f"{path} was made on a machine without a CUDA GPU, so it has no GPU outputs "
                                    "to record; the site records them from a report made on an NVIDIA GPU.")
-    varying, runs = store.varying_patterns(), device["pages"]
+    runs = device["pages"]
     for page in pages.GPU_PAGES:
         if runs.get(page, {}).get("status") != "ran":
             raise store.RecordingError(f"{path} has no run of docs/{page} on the GPU; run the checker on every "
                                        "page (no --page) and attach its report.")
+        if {cell["key"]: cell["fingerprint"] for cell in runs[page]["cells"]} != pages.read(page).fingerprints:
+            raise store.RecordingError(f"{path} ran an older version of docs/{page}; run the checker downloaded "
+                                       "from the site as it is now and attach its new report.")
     if misfits := signs_of_no_cuda(runs):
         raise store.RecordingError(f"{path} names the GPU {device.get('gpu')}, but its runs were not made on it "
                                    f"({'; '.join(misfits)}), so it has no GPU outputs to record; run the checker "
                                    "with a CUDA build of torch on that GPU and attach its report.")
-    recording = store.Recording(runs=runs, manifest={"environment": {
-        **runs[pages.GPU_PAGES[0]]["environment"],
-        "recorded_by": f"check-appendix-a.py --report on {report['date']} (checker {report['checker']})"}})
-    for page in pages.GPU_PAGES:
-        run = runs[page]
-        if {cell["key"]: cell["fingerprint"] for cell in run["cells"]} != pages.read(page).fingerprints:
-            raise store.RecordingError(f"{path} ran an older version of docs/{page}; run the checker downloaded "
-                                       "from the site as it is now and attach its new report.")
-        for cell in run["cells"]:
-            key, text = cell["key"], cell["output"]
-            if text and key in varying:
-                if problem := compare_text(store.stored_output(key) or "", text, key, varying):
-                    raise store.RecordingError(f"{path}: {key} on the GPU does not have the shape declared in "
-                                               f"{store.VARYING.name}, so it is not recorded:\n{problem}")
-                recording.outputs[key] = text
-    return recording
+    varying = store.varying_patterns()
+    outputs = {cell["key"]: cell["output"] for page in pages.GPU_PAGES for cell in runs[page]["cells"]
+               if cell["output"] and cell["key"] in varying}
+    for key, text in outputs.items():
+        if problem := compare_text(store.stored_output(key) or "", text, key, varying):
+            raise store.RecordingError(f"{path}: {key} on the GPU does not have the shape declared in "
+                                       f"{store.VARYING.name}, so it is not recorded:\n{problem}")
+    recorded_by = f"check-appendix-a.py --report on {report['date']} (checker {report['checker']})"
+    environment = {**runs[pages.GPU_PAGES[0]]["environment"], "recorded_by": recorded_by}
+    return store.Recording(runs=runs, manifest={"environment": environment}, outputs=outputs)
 
 
 def main() -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so that `finally` blocks run
-    gpu = sys.argv[1:] == ["--gpu"] or sys.argv[1:2] == ["--report"] and len(sys.argv) == 3
+    report = Path(sys.argv[2]) if sys.argv[1:2] == ["--report"] and len(sys.argv) == 3 else None
+    gpu = report or sys.argv[1:] == ["--gpu"]
     try:
-        if gpu:
-            changed = write_gpu(record_report(Path(sys.argv[2])) if sys.argv[2:] else record_gpu())
-        else:
-            recording = record()
+        recording = record_report(report) if report else record_gpu() if gpu else record()
     except store.RecordingError as error:
         print(error, file=sys.stderr)
         return 1
@@ -189,7 +168,7 @@ def main() -> int:
         print("interrupted: nothing was written", file=sys.stderr)
         return 130 if isinstance(stop, KeyboardInterrupt) else stop.code
     if gpu:
-        print("recorded the GPU outputs:" + "".join(f"\n  {path.relative_to(ROOT)}" for path in changed))
+        print("recorded the GPU outputs:" + "".join(f"\n  {path.relative_to(ROOT)}" for path in write_gpu(recording)))
     else:
         print(summary(recording, store.write(recording)))
     return 0

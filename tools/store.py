@@ -44,13 +44,11 @@ def varying_patterns(path: Path = VARYING) -> dict[str, dict]:
 
 
 def to_store(stored: str | None, fresh: str, key: str, varying: dict[str, dict]) -> str:
-    """What to store: a value that changes from run to run (a timing, an unseeded draw) keeps the stored
-    one where only that value changed, so that an unchanged tree re-records to the same bytes. Anything
-    else is stored as printed: a line that depends on the machine is what this machine prints."""
+    """What to store: a value that changes from run to run (a timing, an unseeded draw) keeps the stored one where
+    only that value changed; a line that depends on the machine is what this machine prints."""
     spec = varying.get(key, {})
-    if stored is None or not (spec.get("random") or spec.get("each_run")):
-        return fresh
-    return stored if compare_text(stored, fresh, key, varying) is None else fresh
+    keep = stored is not None and (spec.get("random") or spec.get("each_run"))
+    return stored if keep and compare_text(stored, fresh, key, varying) is None else fresh
 
 
 @dataclass
@@ -62,12 +60,12 @@ class Recording:  # everything `make outputs` writes, in memory
     scripts: dict[str, str] | None = None  # scripts/outputs/NAME -> text; None: not run this time
     runs: dict[str, dict] = field(default_factory=dict)  # page -> record_page(page)
 
-    def files(self) -> dict[Path, str]:
-        files = {output_path(key, ".txt"): text for key, text in self.outputs.items()}
+    def files(self, folder: Path = OUTPUTS) -> dict[Path, str]:  # into GPU_OUTPUTS: make gpu-check's
+        files = {output_path(key, ".txt", folder): text for key, text in self.outputs.items()}
         for key, plot in self.plots.items():  # the same drawing in both editions: the code's labels are English
-            files[output_path(key, ".plot.json")] = json.dumps(plot["data"], indent=1) + "\n"
-            files[output_path(key, ".svg")] = plot["svg"]
-        files[MANIFEST] = json.dumps(self.manifest, indent=2, sort_keys=True) + "\n"
+            files[output_path(key, ".plot.json", folder)] = json.dumps(plot["data"], indent=1) + "\n"
+            files[output_path(key, ".svg", folder)] = plot["svg"]
+        files[folder / MANIFEST.name] = json.dumps(self.manifest, indent=2, sort_keys=True) + "\n"
         files.update(self.notebooks)
         files.update({SCRIPT_OUTPUTS / name: text for name, text in (self.scripts or {}).items()})
         return files
@@ -98,8 +96,7 @@ def stored_files(scripts: bool = False) -> dict[Path, str]:
 
 def drift(recording: Recording, stored: dict[Path, str] | None = None) -> list[str]:
     """Every difference between a fresh recording and what is committed, each a readable paragraph."""
-    varying, problems = varying_patterns(), []
-    fresh = recording.files()
+    varying, problems, fresh = varying_patterns(), [], recording.files()
     stored = stored_files(recording.scripts is not None) if stored is None else stored
     for path in sorted(set(fresh) | set(stored)):
         name = path.relative_to(ROOT)
@@ -107,16 +104,16 @@ def drift(recording: Recording, stored: dict[Path, str] | None = None) -> list[s
             problems.append(f"{name} is stored but nothing prints it any more; run `{RERECORD}`.")
         elif path not in stored:
             problems.append(f"{name} is not recorded; run `{RERECORD}`.")
-        elif fresh[path] != stored[path] and path.suffix != ".svg":  # a plot's data is checked, not its pixels
-            # a notebook's plots are left out too: their data is compared in .plot.json
+        elif fresh[path] != stored[path] and path.suffix != ".svg":  # a plot's data is checked, not its pixels:
+            # its .plot.json, not its .svg nor its drawing in a notebook
             old, new = (NOTEBOOK_PLOT.sub(r"\1...", text) for text in (stored[path], fresh[path]))
             if diff := compare_text(old, new, f"{path.parent.name}:{path.stem}", varying, str(name)):
                 problems.append(f"{name} differs from a fresh run (run `{RERECORD}` if the change is "
                                 f"intended):\n{diff}")
-    for key, spec in varying.items():  # a declaration must still be needed, or it goes
+    for key, spec in varying.items():  # a declaration must still be needed (the DDP runs': checked with them)
         where = f"{VARYING.name}: [{key.replace(':', '.')}]"
-        if key.split(":")[0] == "scripts":
-            continue  # the DDP scripts' runs, checked with them
+        if key.startswith("scripts:"):
+            continue
         if key not in recording.outputs:
             problems.append(f"{where} names a section that prints nothing; remove the entry.")
         elif unused := [p for p in spec["lines"]

@@ -1,7 +1,6 @@
 """The notebook pages, as mkdocs-jupyter renders them: a cache per converter version, no search entries (the chapter
-pages index the same code), each heading's anchor as its chapter page has it, a "Read along" box, code cells as
-Material code blocks, and light pages: only the CSS rules that can match (~50 KB of ~590 KB), in a stylesheet, and
-no markup that shows nothing."""
+pages index the same code), its chapter page's anchors, a "Read along" box, code cells as Material code blocks, and
+light pages: only the CSS rules that can match (~50 KB of ~590 KB), in a stylesheet; no markup that shows nothing."""
 
 import hashlib
 import html as html_module
@@ -12,7 +11,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from mkdocs.utils import get_relative_url
+from mkdocs.utils import get_relative_url, write_file
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # mkdocs loads this file by path
 from tools import editions, pages
@@ -38,8 +37,7 @@ def on_config(config):
     return config
 
 
-# A heading's id, in the page and its table of contents: the anchor that tools/notebooks.py gives it in the
-# notebook (<a id>, the one of its chapter page), where mkdocs-jupyter makes one of the ASCII letters it has.
+# A heading's id (in the page and its TOC): its chapter page's, from the <a id> that tools/notebooks.py writes.
 HEADING = re.compile(r'<h([1-6]) id="[^"]*">(.*?) <a id="([\w-]+)"></a><a class="anchor-link" href="#[^"]*"', re.S)
 
 
@@ -82,31 +80,24 @@ CLASSES = re.compile(r'(?<=[\s"])class="([^"]*)"')
 NOT_A_CLASS = re.compile(r"\([^()]*\)|\[[^\]]*\]")
 # mkdocs-jupyter scopes every selector to .jupyter-wrapper, its page-wide ones too, which then match nothing.
 INSIDE_THE_PAGE = re.compile(r"\S\s+(?::root|html|body)\b")
+# A statement (@charset "UTF-8";), or a rule: its prelude and its block, which may hold rules (of an @media).
+RULE = re.compile(r"\s*([^{};]*;)|([^{};]*)\{((?:[^{}]|\{[^{}]*\})*)\}")
 
 
 def used_rules(css: str, classes: set[str]) -> str:
     """The rules of `css` whose selectors can match on a page with these classes (other at-rules are kept)."""
-    kept, start = [], 0
-    while (brace := css.find("{", start)) >= 0:
-        end, depth = brace + 1, 1
-        while depth:
-            depth += {"{": 1, "}": -1}.get(css[end], 0)
-            end += 1
-        prelude, body = css[start:brace].strip(), css[brace + 1:end - 1]
-        if ";" in prelude:  # an @import or @charset before it, which has no block
-            statements, prelude = prelude.rsplit(";", 1)
-            kept.append(statements + ";")
-            prelude = prelude.strip()
+    kept = []
+    for statement, prelude, body in RULE.findall(css):
+        prelude = prelude.strip()
         if prelude.startswith(("@media", "@supports")):
             if inner := used_rules(body, classes):
                 kept.append(f"{prelude}{{{inner}}}")
-        elif prelude.startswith("@"):
-            kept.append(f"{prelude}{{{body}}}")
+        elif statement or prelude.startswith("@"):
+            kept.append(statement or f"{prelude}{{{body}}}")
         elif selectors := [selector for selector in re.split(r",(?![^()]*\))", prelude)
                            if set(re.findall(r"\.(-?[_a-zA-Z][\w-]*)", NOT_A_CLASS.sub("", selector))) <= classes
                            and not INSIDE_THE_PAGE.search(selector)]:
             kept.append(f"{','.join(selectors)}{{{body}}}")
-        start = end
     return "\n".join(kept)
 
 
@@ -121,12 +112,11 @@ def on_nav(nav, /, *, config, files):
 def _read_along(page, config) -> str:
     """A box on a notebook page: the chapters its cells come from, and Open in Colab."""
     name, edition = Path(page.file.src_uri).stem, editions.of(config)
-    words = edition.words
     links = " · ".join(f'<a href="{get_relative_url(CHAPTERS[p][1], page.url)}">{CHAPTERS[p][0]}</a>'
                        for p in pages.NOTEBOOKS[name])
     colab = pages.colab_link(config, name, edition, "read_along_colab")
-    return (f'<div class="admonition info"><p class="admonition-title">{words["read_along"]}</p>'
-            f"<p>{words['read_along_text'].format(chapters=links)}{colab}</p></div>\n")
+    return (f'<div class="admonition info"><p class="admonition-title">{edition.words["read_along"]}</p>'
+            f"<p>{edition.words['read_along_text'].format(chapters=links)}{colab}</p></div>\n")
 
 
 # A light page (at most 3,000 elements, tests/test_site_build.py), code-part1's eight chapters too: what shows
@@ -141,10 +131,6 @@ NO_BOX = re.compile(r'<div class="(?:jp-Cell jp-CodeCell jp-Notebook-cell(?: jp-
 PLAIN_TOKEN = re.compile(r'<span(?: class="(?![kscm]|ow")[\w-]*")?>([^<]*)</span>')
 
 
-def _colours(code: str) -> str:
-    return PLAIN_TOKEN.sub(r"\1", code)
-
-
 def on_post_page(output: str, /, *, page, config) -> str:
     if not page.file.src_uri.endswith(".ipynb"):
         return output
@@ -156,13 +142,12 @@ def on_post_page(output: str, /, *, page, config) -> str:
     # Material names a code block after the nearest id, and a cell's (cell-id=cell-002) is no CSS selector.
     number = itertools.count(1)
     body = unwrapped(TEXT_CELL_PROMPT.sub("", body), "div", lambda tag: bool(NO_BOX.fullmatch(tag)))
-    body = CELL_CODE.sub(lambda m: f'{m[1]}<pre id="cell-{next(number)}"><code>{_colours(m[2])}</code></pre>', body)
+    body = CELL_CODE.sub(lambda m: f'{m[1]}<pre id="cell-{next(number)}"><code>'
+                                   f'{PLAIN_TOKEN.sub(lambda token: token[1], m[2])}</code></pre>', body)
     classes = {name for names in CLASSES.findall(body) for name in names.split()}
     css = used_rules(COMMENT.sub("", "\n".join(STYLE.findall(body))), classes)
     name = f"assets/stylesheets/jupyter-{hashlib.sha256(css.encode()).hexdigest()[:12]}.css"
-    target = Path(config.site_dir) / name
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(css)
+    write_file(css.encode(), str(Path(config.site_dir) / name))
     link = f'<link rel="stylesheet" href="{get_relative_url(name, page.url)}">\n'
     body = STYLE.sub("", STYLE.sub(lambda first: link, body, count=1))  # the first <style> becomes the link
     return head + "<body" + COLLAPSER.sub("", CDN_MERMAID.sub("", body))
