@@ -95,6 +95,7 @@ def test_the_stored_notebook_is_clean(name, edition):
     text = (edition.notebooks / f"{name}.ipynb").read_text()
     notebook = nbformat.reads(text, as_version=4)
     nbformat.validate(notebook)
+    assert notebook.metadata == {"kernelspec": notebooks.KERNEL, "language_info": {"name": "python"}}
     for marker in ["/work/", "/home/", "/tmp/", "/root/", "/Users/", "\\\\Users\\\\", "make outputs", "snippets/"]:
         assert marker not in text, f"{name}.ipynb contains {marker!r}: a path of this machine or a maintainer note"
     problems = text_problems(notebook, edition)
