@@ -50,13 +50,6 @@ def batch_size(script) -> int:
     return next(ast.literal_eval(keyword.value) for keyword in loader.keywords if keyword.arg == "batch_size")
 
 
-def most_processes(script) -> int:
-    """The upper bound of `--world-size`: `if not 1 <= args.world_size <= N` in parse_args."""
-    return next(ast.literal_eval(n.comparators[-1]) for n in ast.walk(_function(script, "parse_args"))
-                if isinstance(n, ast.Compare) and all(isinstance(op, ast.LtE) for op in n.ops)
-                and "args.world_size" in map(ast.unparse, n.comparators[:-1]))
-
-
 def loss_lines(recording: str) -> tuple[int, int]:
     """(ranks, loss lines each printed) in a recorded run; ValueError if the ranks printed different numbers."""
     counts = Counter(int(match[1]) for line in (SCRIPT_OUTPUTS / recording).read_text().splitlines()
@@ -88,7 +81,6 @@ NUMBERS = {  # name -> what it is, in an edition's words
     "book.effective_batch": lambda edition: batch_size(BOOK_SCRIPT) * loss_lines(BOOK_RUN)[0],
     "ours.examples": lambda edition: examples(OURS) * factor(OURS),
     "ours.lines_per_rank": lambda edition: loss_lines("DDP-script.txt")[1],
-    "ours.max_processes": lambda edition: most_processes(OURS),
 }
 
 

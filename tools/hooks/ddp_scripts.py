@@ -1,6 +1,5 @@
-"""The DDP scripts on A.9.3, in place of the marks that docs/authoring.md lists and <!-- ours, folded: SCRIPT --> (a
-script of ours whole, collapsed), as HTML without line anchors (light on a phone). On these pages every code block
-wraps, each line marked where it continues (extra.css)."""
+"""The DDP scripts on A.9.3, in place of the marks that docs/authoring.md lists, as HTML without line anchors (light
+on a phone). On these pages every code block wraps, each line marked where it continues (extra.css)."""
 
 import re
 import sys
