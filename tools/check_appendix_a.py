@@ -122,8 +122,9 @@ def compare_page(name, ran, skip):
     """"same", "machine" (only machine-dependent lines differ: listed) or
     "different" (the first diff); the blocks in `skip` were not run."""
     cells = SITE["pages"][name]["cells"]
-    verdict = {"status": "same", "lines": [], "skipped": {
-        cells[index]["key"]: needs for index, needs in skip.items()}}
+    verdict = {"status": "same", "seconds": ran["seconds"], "lines": [],
+               "skipped": {cells[index]["key"]: needs
+                           for index, needs in skip.items()}}
     for index, cell in enumerate(cells):
         recorded, key = cell["output"], cell["key"]
         fresh = ran["outputs"][key]
@@ -389,9 +390,8 @@ def check(args, facts, machine):
 
     cpu_runs, verdicts = in_parallel(run_one, names, args.jobs), {}
     for name, ran in cpu_runs.items():
-        verdict = (compare_page(name, ran, skips[name])
-                   if ran["status"] == "ran" else ran)
-        verdicts[name] = {**verdict, "seconds": ran["seconds"]}
+        verdicts[name] = (compare_page(name, ran, skips[name])
+                          if ran["status"] == "ran" else ran)
         print("\n".join(page_lines(name, verdicts[name])))
     data = {"format": 1, "checker": SITE["version"],
             "date": time.strftime("%Y-%m-%d"),
