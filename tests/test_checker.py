@@ -112,7 +112,7 @@ def test_this_machine_prints_what_the_site_shows_and_the_report_is_read_back(tmp
     assert data["summary"] in text and data["summary"] in result.stdout
     assert list(data["pages"]) == checked
     assert data["machine"]["torch"].startswith(f"{torch.__version__} (")
-    assert "| Gloo | available |" in text and "exercise_solutions:a4_matmul_timing line 1: " in text
+    assert "| DDP | Gloo, on CPU processes (" in text and "exercise_solutions:a4_matmul_timing line 1: " in text
     # What `make checker-versions` keeps of it.
     entry = checker.versions_entry(data, versions := checker.page_versions())
     assert (entry["torch"], entry["python"]) == (torch.__version__, sys.version.split()[0])
@@ -233,8 +233,7 @@ ON_GPU = {  # what the device code prints on a CUDA GPU
 
 def imported(tmp_path, monkeypatch, device, gpu, fake_runs=True):
     """The generated checker as a module, told that this machine has a `device` GPU (`gpu`: CUDA's); its page runs
-    faked (fake_runs), each noted as (script, MPS hidden, CUDA hidden): the recorded outputs with the GPUs hidden,
-    ON_GPU's on the device."""
+    faked (fake_runs), noted (script, MPS hidden, CUDA hidden): the recorded outputs, or ON_GPU's on the device."""
     module, facts = generated(tmp_path), page_runner.describe_machine()
     monkeypatch.setattr(signal, "signal", lambda *args: None)  # pytest keeps its own handlers
     gpus = {"gpus": [gpu], "gpu": gpu, "cuda": "12.8", "build": "CUDA 12.8"} if device == "cuda" else {"mps": True}

@@ -77,11 +77,10 @@ def page_name(text):
 
 
 def not_runnable(names):
-    """{page: {block's index: the packages it needs that python -I lacks}}."""
+    """{page: {block's key: the packages it needs that python -I lacks}}."""
     missing = run([sys.executable, "-I", __file__, MISSING,
                    *SITE["packages"]], 60)[1].split()
-    return {name: {index: needs for index, cell
-                   in enumerate(SITE["pages"][name]["cells"])
+    return {name: {cell["key"]: needs for cell in SITE["pages"][name]["cells"]
                    if (needs := [p for p in cell["needs"] if p in missing])}
             for name in names}
 
@@ -92,8 +91,9 @@ def run_download(name, timeout, on_device, skip):
     page, start = SITE["pages"][name], time.perf_counter()
     whole = page.get("whole", False)  # a program of its own, not blocks
     parts = page["code"].split("\n# %%\n")  # the docstring, then a part a block
-    for index, needs in [] if whole else skip.items():
-        parts[index + 1] = f"# not run here: it needs {', '.join(needs)}\n"
+    for index, cell in [] if whole else enumerate(page["cells"], 1):
+        if needs := skip.get(cell["key"]):
+            parts[index] = f"# not run here: it needs {', '.join(needs)}\n"
     hide = () if on_device else ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES")
     try:
         ran = run_page("\n# %%\n".join(parts), page["script"],
@@ -121,14 +121,12 @@ def interrupted(signum, frame):
 def compare_page(name, ran, skip):
     """"same", "machine" (only machine-dependent lines differ: listed) or
     "different" (the first diff); the blocks in `skip` were not run."""
-    cells = SITE["pages"][name]["cells"]
     verdict = {"status": "same", "seconds": ran["seconds"], "lines": [],
-               "skipped": {cells[index]["key"]: needs
-                           for index, needs in skip.items()}}
-    for index, cell in enumerate(cells):
+               "skipped": skip}
+    for cell in SITE["pages"][name]["cells"]:
         recorded, key = cell["output"], cell["key"]
         fresh = ran["outputs"][key]
-        if fresh == recorded or index in skip:
+        if fresh == recorded or key in skip:
             continue
         if diff := compare_text(recorded, fresh, key, SITE["varying"]):
             return {**verdict, "status": "different", "key": key, "diff": diff}
@@ -156,17 +154,13 @@ def machine_lines(facts):
         "MPS": "available (Apple silicon GPU)" if facts["mps"] else
                "built in, but not available here" if facts["mps_built"]
                else "not available"}
-    if facts["distributed"]:
-        machine["NCCL"] = f"available ({nccl})" if nccl else "not in this build"
-        machine["Gloo"] = "available" if facts["gloo"] else "not in this build"
     why = "no CUDA GPU is visible" if nccl else "this torch has no NCCL"
     machine["DDP"] = (
-        "torch.distributed is not in this build: the DDP scripts cannot run "
-        "here" if not facts["distributed"] else
-        "the scripts use NCCL here, one process on each of the "
-        f"{counted(len(gpus), 'GPU')}" if nccl and gpus else
-        f"the scripts use Gloo on CPU processes here ({why})" if facts["gloo"]
-        else "neither NCCL nor Gloo: the DDP scripts cannot run")
+        "not in this torch build: the DDP scripts cannot run here"
+        if not facts["distributed"] else f"NCCL {nccl}, one process on each "
+        f"of the {counted(len(gpus), 'GPU')}" if nccl and gpus else
+        f"Gloo, on CPU processes ({why})" if facts["gloo"]
+        else "neither NCCL nor Gloo: the DDP scripts cannot run here")
     for package in [p for p in SITE["packages"] if p != "torch"]:  # above
         try:
             machine[package] = importlib.import_module(package).__version__
