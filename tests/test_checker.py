@@ -63,9 +63,13 @@ def generated(folder):
 
 def test_the_checker_carries_the_pages_downloads_and_their_recorded_outputs(tmp_path):
     site = generated(tmp_path).SITE
-    assert site == json.loads(json.dumps(checker.site_data()))  # its varying lines, versions, packages too
+    assert site == json.loads(json.dumps(checker.site_data()))
     recorded = json.loads(store.MANIFEST.read_text())
     assert list(site["pages"]) == checker.checked_pages()
+    # The machine-dependent lines declared for the blocks it runs, and no others.
+    keys = {cell["key"] for entry in site["pages"].values() for cell in entry["cells"]}
+    assert site["varying"] == {key: {"reason": spec["reason"], "lines": spec["lines"]}
+                               for key, spec in store.varying_patterns().items() if key in keys}
     # A.9.3's DDP program, whole, with its recorded run.
     for page, name in checker.WHOLE_PROGRAMS.items():
         carried, script = site["pages"].pop(page), ROOT / SCRIPT_RUNS[name].args[0]

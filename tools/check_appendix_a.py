@@ -272,10 +272,6 @@ def fenced(lines):
     return f"{ticks}text\n{text}\n{ticks}\n"
 
 
-def table_cell(text):
-    return str(text).replace("|", "\\|").replace("\n", " ")
-
-
 def report_text(data):
     """The report in Markdown: the machine, the screen's lines in full, and
     its data at the end for the site's GPU recordings."""
@@ -284,7 +280,7 @@ def report_text(data):
            f"`{data['command']}` (checker {data['checker']}); the site's "
            f"outputs were recorded with {recorded_with()}.\n",
            "## The machine\n", "| | |", "| --- | --- |",
-           *(f"| {label} | {table_cell(text)} |"
+           *("| {} | {} |".format(label, text.replace("|", "\\|"))
              for label, text in data["machine"].items()), "",
            "## The pages\n",
            fenced(line for name, verdict in data["pages"].items()
