@@ -191,9 +191,8 @@ def recorded_with():
 
 
 def page_lines(name, verdict, whole=False, where=""):
-    """A page's line and, under it, the first machine-dependent line of each
-    block and the start of the first difference; whole (for the report):
-    every such line, the whole diff and what a failed run wrote."""
+    """A page's line, then each block's first machine-dependent line and the
+    diff's start; whole (the report): all of them and a failed run's stderr."""
     status = verdict["status"]
     mark = status if status in ("same", "machine") else status.upper()
     seconds = "." if status == "failed" else f" ({verdict['seconds']:.1f} s)"

@@ -83,8 +83,7 @@ def end_group(process):
 
 
 def end_all():
-    """End every group now running (also from a signal handler); none starts
-    after."""
+    """End every group now running, and start no more (a signal handler's)."""
     with lock:
         stopping.set()
         for process in list(running):
@@ -92,8 +91,7 @@ def end_all():
 
 
 def tagged(tag):
-    """{pid: command line} of the running processes that carry `tag` (with
-    psutil; without it, only the group is ended)."""
+    """{pid: command line} of the running processes tagged `tag`, by psutil."""
     try:
         import psutil
     except ImportError:
