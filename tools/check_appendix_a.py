@@ -154,13 +154,17 @@ def machine_lines(facts):
         "MPS": "available (Apple silicon GPU)" if facts["mps"] else
                "built in, but not available here" if facts["mps_built"]
                else "not available"}
+    if facts["distributed"]:
+        machine["NCCL"] = f"available ({nccl})" if nccl else "not in this build"
+        machine["Gloo"] = "available" if facts["gloo"] else "not in this build"
     why = "no CUDA GPU is visible" if nccl else "this torch has no NCCL"
     machine["DDP"] = (
-        "not in this torch build: the DDP scripts cannot run here"
-        if not facts["distributed"] else f"NCCL {nccl}, one process on each "
-        f"of the {counted(len(gpus), 'GPU')}" if nccl and gpus else
-        f"Gloo, on CPU processes ({why})" if facts["gloo"]
-        else "neither NCCL nor Gloo: the DDP scripts cannot run here")
+        "torch.distributed is not in this build: the DDP scripts cannot run "
+        "here" if not facts["distributed"] else
+        "the scripts use NCCL here, one process on each of the "
+        f"{counted(len(gpus), 'GPU')}" if nccl and gpus else
+        f"the scripts use Gloo on CPU processes here ({why})" if facts["gloo"]
+        else "neither NCCL nor Gloo: the DDP scripts cannot run")
     for package in [p for p in SITE["packages"] if p != "torch"]:  # above
         try:
             machine[package] = importlib.import_module(package).__version__
