@@ -119,8 +119,8 @@ def interrupted(signum, frame):
 
 
 def compare_page(name, ran, skip):
-    """"same", "machine" (only machine-dependent lines differ: listed) or
-    "different" (the first diff); the blocks in `skip` were not run."""
+    """The run's verdict: "same", "machine" (only machine-dependent lines
+    differ: listed) or "different" (the first diff); `skip`: not run."""
     verdict = {"status": "same", "seconds": ran["seconds"], "lines": [],
                "skipped": skip}
     for cell in SITE["pages"][name]["cells"]:
@@ -306,7 +306,8 @@ def report_text(data):
 def report_path(path):
     """--report: a file in a folder that can be written to."""
     folder = os.path.dirname(os.path.abspath(path))
-    if os.path.isdir(path) or not os.access(folder, os.W_OK):
+    if os.path.isdir(path) or not (os.path.isdir(folder)
+                                   and os.access(folder, os.W_OK)):
         raise argparse.ArgumentTypeError(
             f"cannot write a report to {path}: give a file in a folder that "
             "exists and can be written to")

@@ -1,7 +1,7 @@
 """Run a page's program alone, compare what it prints, say what the machine is.
 
-check-appendix-a.py carries this code, so: the standard library only (psutil
-where installed), 80 characters a line.
+The recorder, the tests and check-appendix-a.py (which carries this code) use
+it: so the standard library only (psutil where installed), 80 characters a line.
 """
 
 import concurrent.futures
