@@ -63,8 +63,13 @@ def generated(folder):
 
 def test_the_checker_carries_the_pages_downloads_and_their_recorded_outputs(tmp_path):
     site = generated(tmp_path).SITE
+    assert site == json.loads(json.dumps(checker.site_data()))
     recorded = json.loads(store.MANIFEST.read_text())
     assert list(site["pages"]) == checker.checked_pages()
+    # The machine-dependent lines declared for the blocks it runs, and no others.
+    keys = {cell["key"] for entry in site["pages"].values() for cell in entry["cells"]}
+    assert site["varying"] == {key: {"reason": spec["reason"], "lines": spec["lines"]}
+                               for key, spec in store.varying_patterns().items() if key in keys}
     # A.9.3's DDP program, whole, with its recorded run.
     for page, name in checker.WHOLE_PROGRAMS.items():
         carried, script = site["pages"].pop(page), ROOT / SCRIPT_RUNS[name].args[0]
@@ -73,15 +78,11 @@ def test_the_checker_carries_the_pages_downloads_and_their_recorded_outputs(tmp_
             (run_key(name), (store.SCRIPT_OUTPUTS / name).read_text())]
     for page, carried in site["pages"].items():
         assert carried["code"] == pages.download_text(page), f"{NAME} runs other code than {page}'s download"
-        assert [cell["key"] for cell in carried["cells"]] == [cell.key for cell in pages.program(page)]
-        for cell in carried["cells"]:
-            stored = store.output_path(cell["key"], ".txt")
-            expected = stored.read_text() if recorded["pages"][page][cell["key"]]["prints"] else ""
-            assert cell["output"] == expected, f"{NAME} expects another output of {cell['key']} than is recorded"
+        prints = recorded["pages"][page]
+        assert [(cell["key"], cell["output"]) for cell in carried["cells"]] == [
+            (cell.key, store.output_path(cell.key, ".txt").read_text() if prints[cell.key]["prints"] else "")
+            for cell in pages.program(page)], f"{NAME} expects other outputs of {page} than are recorded"
     assert site["recorded"] == {**recorded["environment"], "device": ENGLISH.device(recorded["environment"])}
-    whole = {run_key(name) for name in checker.WHOLE_PROGRAMS.values()}
-    assert site["varying"] == {key: {"reason": spec["reason"], "lines": spec["lines"]} for key, spec
-                               in store.varying_patterns().items() if not key.startswith("scripts:") or key in whole}
     # One file of the recorder's own runner and comparison (not written twice) and the checker: every function
     # and class of each as it is there; no name defined twice or undefined.
     text = (tmp_path / NAME).read_text()
@@ -103,11 +104,10 @@ def test_this_machine_prints_what_the_site_shows_and_the_report_is_read_back(tmp
     result = run_checker(tmp_path, "--jobs", "2", "--report", "report.md")
     assert result.returncode == 0, result.stdout + result.stderr
     lines, checked = result.stdout.splitlines(), checker.checked_pages()
-    scripts = {page: entry["script"] for page, entry in checker.site_data()["pages"].items()}
     assert lines[-2].startswith(f"All the same: all {len(checked)} pages print what the site shows")
-    for page in checked:  # a line for each page, and a progress line
-        assert any(line.split(": ")[0].endswith(pages.title(page)) for line in lines), page
-        assert f"({scripts[page]}) ..." in result.stderr
+    for page, entry in checker.site_data()["pages"].items():  # a line for each page, and a progress line
+        assert any(line.split(": ")[0].endswith(entry["title"]) for line in lines), page
+        assert f"({entry['script']}) ..." in result.stderr
     assert "exercise_solutions:a4_matmul_timing line 1" in result.stdout and "timings differ" in result.stdout
     # The report has it all, and the recorder reads it back.
     text = (tmp_path / "report.md").read_text()
@@ -191,8 +191,8 @@ def test_a_missing_package_is_named_and_the_other_blocks_are_checked(tmp_path):
 
 @pytest.mark.parametrize("args, python, status, message", [
     (["--page", "A.10"], (sys.executable, "-I"), 2, "there is no page 'A.10' to check; choose one of A.1, A.2"),
-    (["--report", "no/such/folder/r.md"], (sys.executable, "-I"), 2, "does not exist or cannot be written to"),
-    (["--report", "."], (sys.executable, "-I"), 2, ". is a folder; give a file name, such as ./report.md"),
+    (["--report", "no/such/folder/r.md"], (sys.executable, "-I"), 2, "cannot write a report to no/such/folder/r.md: "),
+    (["--report", "."], (sys.executable, "-I"), 2, "cannot write a report to .: give a file in a folder that exists"),
     (["--timeout", "0"], (sys.executable, "-I"), 2, "argument --timeout: '0' is not a number above 0."),
     (["--jobs", "0"], (sys.executable, "-I"), 2, "argument --jobs: '0' is not a whole number above 0."),
     ([], (sys.executable, "-I", "-S"), 1, "this Python has no torch, and the pages need it"),  # -S: no site-packages
@@ -236,23 +236,23 @@ ON_GPU = {  # what the device code prints on a CUDA GPU
 
 def imported(tmp_path, monkeypatch, device, gpu, fake_runs=True):
     """The generated checker as a module, told that this machine has a `device` GPU (`gpu`: CUDA's); its page runs
-    faked (fake_runs): the recorded outputs on the CPU, ON_GPU's on the device."""
+    faked (fake_runs), noted (script, MPS hidden, CUDA hidden): the recorded outputs, or ON_GPU's on the device."""
     module, facts = generated(tmp_path), page_runner.describe_machine()
     monkeypatch.setattr(signal, "signal", lambda *args: None)  # pytest keeps its own handlers
     gpus = {"gpus": [gpu], "gpu": gpu, "cuda": "12.8", "build": "CUDA 12.8"} if device == "cuda" else {"mps": True}
     monkeypatch.setattr(module, "describe_machine", lambda: {**facts, **gpus})
+    recorded = {cell["key"]: cell["output"] for page in module.SITE["pages"].values() for cell in page["cells"]}
     module.calls = []
 
-    def run_download(name, timeout, on_device, skip, hide_mps=False):
-        module.calls.append((name, on_device, hide_mps))
-        outputs = {c["key"]: ON_GPU.get(c["key"], c["output"]) if on_device else c["output"]
-                   for c in module.SITE["pages"][name]["cells"]}
+    def run_page(code, script, keys, timeout, env, hide_mps, whole):
+        module.calls.append((script, hide_mps, env.get("CUDA_VISIBLE_DEVICES") == ""))
         environment = {"torch": "2.13.0+cu128", "python": "3.11.7", "machine": "Linux x86_64", "cores": 8,
-                       "gpu": "NVIDIA H200" if on_device else None, "mps": False}
-        return {"status": "ran", "seconds": 0.1, "outputs": outputs, "environment": environment}
+                       "gpu": None if hide_mps else "NVIDIA H200", "mps": False}
+        return {"environment": environment,
+                "outputs": {key: recorded[key] if hide_mps else ON_GPU.get(key, recorded[key]) for key in keys}}
 
     if fake_runs:
-        monkeypatch.setattr(module, "run_download", run_download)
+        monkeypatch.setattr(module, "run_page", run_page)
     return module
 
 
@@ -261,8 +261,8 @@ def test_on_a_cuda_gpu_the_device_code_runs_there_and_its_report_is_recorded(mon
     report = tmp_path / "report.md"
     assert program.main(["--report", str(report)]) == 0
     stdout = capsys.readouterr().out
-    assert [name for name, on_device, _ in program.calls if on_device] == pages.GPU_PAGES
-    assert all(not mps for _, _, mps in program.calls)
+    assert [script for script, _, cuda in program.calls if not cuda] == list(map(pages.download_name, pages.GPU_PAGES))
+    assert all(mps == cuda for _, mps, cuda in program.calls)
     assert "The pages with device code, on cuda (NVIDIA H200):\n" in stdout
     assert "  a9_gpu_training:pick_device on cuda:\n    cuda\n" in stdout and "a4_matmul_timing on cuda:\n" in stdout
     text = report.read_text()
@@ -295,7 +295,6 @@ def test_a_cpu_report_relabelled_as_a_gpu_one_is_refused_and_nothing_is_written(
     program = imported(tmp_path, monkeypatch, "cuda", "NVIDIA H100", fake_runs=False)
     report = tmp_path / "report.md"
     assert program.main(["--report", str(report), *(f"--page={pages.download_name(p)}" for p in pages.GPU_PAGES)]) == 0
-    assert "## On cuda: NVIDIA H100" in report.read_text()
     monkeypatch.setattr(record, "GPU_OUTPUTS", tmp_path / "gpu")
     with pytest.raises(store.RecordingError) as refused:
         record.write_gpu(record.record_report(report))
@@ -311,7 +310,7 @@ def test_on_apple_silicon_the_cpu_runs_hide_mps_and_the_device_runs_use_it(monke
     program = imported(tmp_path, monkeypatch, "mps", "Apple silicon GPU")
     report = tmp_path / "report.md"
     assert program.main(["--report", str(report), "--page", "A.9"]) == 0
-    assert program.calls == [("a9-gpu-training.md", False, True), ("a9-gpu-training.md", True, False)]
+    assert program.calls == [("a9-gpu-training.py", True, True), ("a9-gpu-training.py", False, False)]
     assert "The pages with device code, on mps (Apple silicon GPU):" in capsys.readouterr().out
     with pytest.raises(store.RecordingError, match="without a CUDA GPU"):
         record.record_report(report)

@@ -1,19 +1,16 @@
 #!/usr/bin/env python3
 """Does this machine print what the site shows? A check of every chapter page
-of "Appendix A: Introduction to PyTorch" (and of A.9.3's DDP program) against
-the outputs the site shows.
+of "Appendix A: Introduction to PyTorch" (and of A.9.3's DDP program).
 
     python check-appendix-a.py                  # every page
     python check-appendix-a.py --page A.7       # one page (or several)
     python check-appendix-a.py --report r.md    # also write a report to share
 
 It needs torch. Each page's download runs alone in a fresh Python, in an
-empty temporary folder, on the CPU; what each block prints is compared with
-the site (A.9.3's program, ddp-inside.py, runs whole, in two processes). A
-block that imports a package this Python lacks is not run, but named. Lines
-that depend on the machine (the torch version, a timing, an unseeded draw)
-are compared by their shape. On a CUDA or Apple silicon GPU, the pages with
-device code (A.1, A.9.1, A.9.2, Exercise A.4) run again there, and what they
+empty temporary folder, on the CPU, and what each block prints is compared
+with the site: lines that depend on the machine (a version, a timing) by
+their shape; a block that needs a package this Python lacks is named, not
+run. On a GPU, the pages with device code run again there, and what they
 print is shown. It exits with 0 when nothing differs unexpectedly, and
 leaves no file or process behind.
 """
@@ -54,7 +51,7 @@ STOP_SIGNALS = [signal.SIGINT, signal.SIGTERM] + (
 
 
 class Stop(Exception):
-    """A stop signal, its number the argument: every page run has ended."""
+    """A stop signal (its number the argument): every page run has ended."""
 
 
 def say(message, status):
@@ -80,39 +77,37 @@ def page_name(text):
 
 
 def not_runnable(names):
-    """{page: {block's index: the packages it imports that a page's run
-    (python -I) cannot import}}: those blocks are not run."""
+    """{page: {block's key: the packages it needs that python -I lacks}}."""
     missing = run([sys.executable, "-I", __file__, MISSING,
                    *SITE["packages"]], 60)[1].split()
-    return {name: {index: needs for index, cell
-                   in enumerate(SITE["pages"][name]["cells"])
+    return {name: {cell["key"]: needs for cell in SITE["pages"][name]["cells"]
                    if (needs := [p for p in cell["needs"] if p in missing])}
             for name in names}
 
 
-def run_download(name, timeout, on_device, skip, hide_mps=False):
-    """Run a page's download alone, but the blocks in `skip`; its outputs,
-    or why it failed. On the CPU, the GPUs are hidden (hide_mps: Apple's)."""
+def run_download(name, timeout, on_device, skip):
+    """Run a page's download alone, but the blocks in `skip`, on the device or
+    with every GPU hidden; its outputs, or why it failed."""
     page, start = SITE["pages"][name], time.perf_counter()
     whole = page.get("whole", False)  # a program of its own, not blocks
     parts = page["code"].split("\n# %%\n")  # the docstring, then a part a block
-    for index, needs in [] if whole else skip.items():
-        parts[index + 1] = f"# not run here: it needs {', '.join(needs)}\n"
+    for index, cell in [] if whole else enumerate(page["cells"], 1):
+        if needs := skip.get(cell["key"]):
+            parts[index] = f"# not run here: it needs {', '.join(needs)}\n"
     hide = () if on_device else ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES")
     try:
         ran = run_page("\n# %%\n".join(parts), page["script"],
                        [cell["key"] for cell in page["cells"]], timeout,
                        {**os.environ, **dict.fromkeys(hide, "")},
-                       hide_mps=hide_mps, whole=whole)
-    except TimedOut as stopped:
-        return {"status": "timeout", "seconds": timeout,
-                "error": f"{stopped} (a slow machine: raise --timeout)"}
+                       hide_mps=not on_device, whole=whole)
+        ran = {"status": "ran", "outputs": ran["outputs"],
+               "environment": ran["environment"]}
     except Failed as failed:
-        return {"status": "raised", "error": str(failed),
-                "stderr": failed.stderr,
-                "seconds": round(time.perf_counter() - start, 2)}
-    return {"status": "ran", "seconds": round(time.perf_counter() - start, 2),
-            "outputs": ran["outputs"], "environment": ran["environment"]}
+        slow = " (a slow machine: raise --timeout)" * isinstance(
+            failed, TimedOut)
+        ran = {"status": "failed", "error": f"{failed}{slow}",
+               "stderr": failed.stderr}
+    return {**ran, "seconds": round(time.perf_counter() - start, 2)}
 
 
 def interrupted(signum, frame):
@@ -124,15 +119,14 @@ def interrupted(signum, frame):
 
 
 def compare_page(name, ran, skip):
-    """The run against the site: "same", "machine" (only machine-dependent
-    lines differ: listed) or "different" (the first diff); skip: not run."""
-    cells = SITE["pages"][name]["cells"]
-    verdict = {"status": "same", "lines": [], "skipped": {
-        cells[index]["key"]: needs for index, needs in skip.items()}}
-    for index, cell in enumerate(cells):
+    """The run's verdict: "same", "machine" (only machine-dependent lines
+    differ: listed) or "different" (the first diff); `skip`: not run."""
+    verdict = {"status": "same", "seconds": ran["seconds"], "lines": [],
+               "skipped": skip}
+    for cell in SITE["pages"][name]["cells"]:
         recorded, key = cell["output"], cell["key"]
         fresh = ran["outputs"][key]
-        if fresh == recorded or index in skip:
+        if fresh == recorded or key in skip:
             continue
         if diff := compare_text(recorded, fresh, key, SITE["varying"]):
             return {**verdict, "status": "different", "key": key, "diff": diff}
@@ -148,7 +142,7 @@ def compare_page(name, ran, skip):
 # ---- the machine -------------------------------------------------------------
 
 def machine_lines(facts):
-    """This machine (page_runner's facts), as label -> text."""
+    """{label: text} of this machine."""
     gpus, nccl = facts["gpus"], facts["nccl"]
     machine = {
         "torch": f"{facts['torch']} ({facts['build']} build)",
@@ -201,25 +195,25 @@ def recorded_with():
 
 
 def page_lines(name, verdict, whole=False, where=""):
-    """A page's line and, under it, the first machine-dependent line of each
-    block and the start of the first difference; whole (for the report):
-    every such line, the whole diff and what a failed run wrote."""
-    marks = {"same": "same", "machine": "machine", "different": "DIFFERENT"}
+    """A page's line, then each block's first machine-dependent line and the
+    diff's start; whole (the report): all of them and a failed run's stderr."""
     status = verdict["status"]
-    seconds = f" ({verdict['seconds']:.1f} s)" if status in marks else "."
-    out = [f"{marks.get(status, 'FAILED'):10} {SITE['pages'][name]['title']}"
-           f"{where}: {result_text(verdict)}{seconds}"]
+    mark = status if status in ("same", "machine") else status.upper()
+    seconds = "." if status == "failed" else f" ({verdict['seconds']:.1f} s)"
+    out = [f"{mark:10} {SITE['pages'][name]['title']}{where}: "
+           f"{result_text(verdict)}{seconds}"]
     lines = verdict.get("lines", [])
     keys = [line["key"] for line in lines]
     for at, line in enumerate(lines):
-        more = 0 if whole else keys.count(line["key"]) - 1
-        if whole or keys.index(line["key"]) == at:  # screen: a block's first
-            here, site = line["here"], line["site"]
-            if not whole:
-                here, site = short(here, site), short(site, here)
-            out.append(f"{line['key']} line {line['line']}"
-                       + f" (and {more} more)" * bool(more) + f": {here!r} "
-                       f"here, {site!r} on the site: {line['why']}")
+        here, site, more = line["here"], line["site"], ""
+        if not whole and keys.index(line["key"]) < at:  # screen: the first
+            continue
+        if not whole:
+            here, site = short(here, site), short(site, here)
+            more = f" (and {keys.count(line['key']) - 1} more)" * (
+                keys.count(line["key"]) > 1)
+        out.append(f"{line['key']} line {line['line']}{more}: {here!r} here, "
+                   f"{site!r} on the site: {line['why']}")
     out += [f"not run: {key} needs {' and '.join(needs)} "
             f"(pip install {' '.join(needs)})"
             for key, needs in verdict.get("skipped", {}).items()]
@@ -233,13 +227,13 @@ def page_lines(name, verdict, whole=False, where=""):
 
 
 def device_lines(name, ran, device, cpu_run=None):
-    """A page's line on the GPU, then what its blocks printed there that
-    differs from cpu_run; for the report (no cpu_run), all they printed."""
+    """A page's line on the GPU, then what its blocks printed there unlike
+    on cpu_run (for the report, no cpu_run: all they printed)."""
     if ran["status"] != "ran":
         return page_lines(name, ran, cpu_run is None, f" on {device}")
     out = [f"on {device:6} {SITE['pages'][name]['title']}: {ran['verdict']}"]
     on_cpu = cpu_run.get("outputs") if cpu_run else {}
-    for cell in ran["cells"]:  # the report: all that printed
+    for cell in ran["cells"]:
         if on_cpu is None or cell["output"] != on_cpu.get(cell["key"], ""):
             out.append(f"  {cell['key']} on {device}:")
             out += [f"    {line}" for line in cell["output"].splitlines()]
@@ -281,19 +275,15 @@ def fenced(lines):
     return f"{ticks}text\n{text}\n{ticks}\n"
 
 
-def table_cell(text):
-    return str(text).replace("|", "\\|").replace("\n", " ")
-
-
 def report_text(data):
-    """The report in Markdown: the machine, then what the screen shows, whole;
-    its data at the end, for the site's GPU recordings."""
+    """The report in Markdown: the machine, the screen's lines in full, and
+    its data at the end for the site's GPU recordings."""
     out = [f"# {NAME} report\n", f"**{data['summary']}**\n",
            f"Made on {data['date']} in {data['seconds']:.0f} s by "
            f"`{data['command']}` (checker {data['checker']}); the site's "
            f"outputs were recorded with {recorded_with()}.\n",
            "## The machine\n", "| | |", "| --- | --- |",
-           *(f"| {label} | {table_cell(text)} |"
+           *("| {} | {} |".format(label, text.replace("|", "\\|"))
              for label, text in data["machine"].items()), "",
            "## The pages\n",
            fenced(line for name, verdict in data["pages"].items()
@@ -316,15 +306,12 @@ def report_text(data):
 def report_path(path):
     """--report: a file in a folder that can be written to."""
     folder = os.path.dirname(os.path.abspath(path))
-    if os.path.isdir(path):
-        problem = (f"{path} is a folder; give a file name, such as "
-                   f"{os.path.join(path, 'report.md')}")
-    elif not os.path.isdir(folder) or not os.access(folder, os.W_OK):
-        problem = (f"the folder {folder} does not exist or cannot be written "
-                   "to; choose another path")
-    else:
-        return path
-    raise argparse.ArgumentTypeError(problem)
+    if os.path.isdir(path) or not (os.path.isdir(folder)
+                                   and os.access(folder, os.W_OK)):
+        raise argparse.ArgumentTypeError(
+            f"cannot write a report to {path}: give a file in a folder that "
+            "exists and can be written to")
+    return path
 
 
 def above_zero(kind):
@@ -388,19 +375,17 @@ def check(args, facts, machine):
     start, skips = time.perf_counter(), not_runnable(names)
     on_gpu = [name for name in names if name in SITE["device_pages"]]
 
-    def run_one(name, on_device=False):  # on the CPU, Apple's GPU is hidden
+    def run_one(name, on_device=False):
         page = SITE["pages"][name]
         print(f"running {page['id']} on {device} ..." if on_device else
               f"[{names.index(name) + 1}/{len(names)}] running {page['id']} "
               f"({page['script']}) ...", file=sys.stderr, flush=True)
-        return run_download(name, args.timeout, on_device, skips[name],
-                            device == "mps" and not on_device)
+        return run_download(name, args.timeout, on_device, skips[name])
 
     cpu_runs, verdicts = in_parallel(run_one, names, args.jobs), {}
     for name, ran in cpu_runs.items():
-        verdict = (compare_page(name, ran, skips[name])
-                   if ran["status"] == "ran" else ran)
-        verdicts[name] = {**verdict, "seconds": ran["seconds"]}
+        verdicts[name] = (compare_page(name, ran, skips[name])
+                          if ran["status"] == "ran" else ran)
         print("\n".join(page_lines(name, verdicts[name])))
     data = {"format": 1, "checker": SITE["version"],
             "date": time.strftime("%Y-%m-%d"),
@@ -412,7 +397,6 @@ def check(args, facts, machine):
         print(f"\nThe pages with device code, on {device} ({gpu}):", flush=True)
         runs = in_parallel(lambda name: run_one(name, True), on_gpu, 1)
         for name, ran in runs.items():
-            ran["verdict"] = ran.get("error")
             if ran["status"] == "ran":
                 verdict = compare_page(name, ran, skips[name])
                 ran["verdict"] = result_text(verdict) + f" ({GPU_NOTE})" * (

@@ -2,12 +2,9 @@
 
     python -m tools.checker versions [PYTHON...]  # make checker-versions
 
-The reader's program is tools/check_appendix_a.py, which imports tools/page_runner.py; the build serves the two
-(tools/hooks/downloads.py) as one file, the runner's code first, with the site's data in place of an empty SITE:
-every chapter page's download, what each block printed when recorded, A.9.3's DDP program (run whole) and its
-recorded run, the declared machine-dependent lines. So it runs and judges the pages exactly as the recorder and the
-tests do, and needs nothing but torch. `versions` runs it with each given Python and adds what it found, with
-the version of each page it checked, to measured/checker.json, which the setup pages render (VERSIONS_MARK).
+The build serves tools/page_runner.py and tools/check_appendix_a.py as one file with the site's data in place of
+the empty SITE, so it runs the pages as the recorder does and needs nothing but torch. `versions` runs it with
+each Python and adds what it found to measured/checker.json, which the setup pages render (VERSIONS_MARK).
 """
 
 import ast
@@ -18,6 +15,8 @@ import os
 import sys
 import tempfile
 from pathlib import Path
+
+from packaging.version import Version
 
 from tools import ROOT, check_appendix_a, page_runner, pages, store
 from tools.ddp_runs import SCRIPT_RUNS, run_key
@@ -115,15 +114,13 @@ def versions_md(results: dict, language: str = "en", current: dict | None = None
     not `current` (default: the repository's now) is marked as checked against an earlier one."""
     words = EDITIONS[language].words
     current = page_versions() if current is None else current
-    versions = sorted(results, key=lambda version: tuple(
-        int(part) for part in version.split("+")[0].split(".") if part.isdigit()))
+    versions = sorted(results, key=Version)
     checked = {page: [results[v]["pages"].get(page, {"status": "failed", "error": "not run"}) for v in versions]
                for version in versions for page in results[version]["pages"]}
     earlier = any(entry.get("version") != current.get(page) for page, entries in checked.items() for entry in entries)
 
     def cell(page: str, entry: dict) -> str:
-        status = "failed" if entry["status"] in ("raised", "timeout") else entry["status"]
-        text = words[f"checker_{status}"].format(**{"key": "", "error": "", **entry}).replace("|", "\\|")
+        text = words[f"checker_{entry['status']}"].format(**{"key": "", "error": "", **entry}).replace("|", "\\|")
         return text if entry.get("version") == current.get(page) else words["checker_earlier"].format(result=text)
 
     rows = [f"| {words['checker_page']} | " + " | ".join(f"torch {v}" for v in versions) + " |",

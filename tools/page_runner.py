@@ -1,9 +1,7 @@
 """Run a page's program alone, compare what it prints, say what the machine is.
 
-The site records and checks its outputs with this file; check-appendix-a.py
-carries its code (tools/checker.py puts it there), so it needs only the
-standard library (psutil, where installed, finds what a process group left
-behind), in lines of 80 characters at most.
+The recorder, the tests and check-appendix-a.py (which carries this code) use
+it: so the standard library only (psutil where installed), 80 characters a line.
 """
 
 import concurrent.futures
@@ -50,9 +48,8 @@ class TimedOut(Failed):
 
 @contextlib.contextmanager
 def process_group(command, **popen):
-    """`command` in a process group of its own, its process's `tag` in the
-    environment of everything it starts; on the way out, however the caller
-    leaves, the group and every process with the tag are ended."""
+    """`command` in a process group of its own, its `tag` in the environment
+    of all it starts; however the caller leaves, all of them are ended."""
     tag, process = uuid.uuid4().hex, None
     env = dict(popen.pop("env", None) or os.environ)
     env[TAG] = f"{env.get(TAG, '')} {tag}"
@@ -73,8 +70,8 @@ def process_group(command, **popen):
 
 
 def end_group(process):
-    """End `process`'s group, and what left it with its tag (torchrun's
-    ranks run in sessions of their own)."""
+    """End `process`'s group, and its tagged processes (torchrun's ranks
+    run in sessions of their own)."""
     with contextlib.suppress(OSError):  # it has ended already
         if os.name == "posix":
             os.killpg(process.pid, signal.SIGKILL)
@@ -86,8 +83,7 @@ def end_group(process):
 
 
 def end_all():
-    """A stop (also from a signal handler): end every group now running;
-    none starts after."""
+    """End every group now running, and start no more (a signal handler's)."""
     with lock:
         stopping.set()
         for process in list(running):
@@ -95,8 +91,7 @@ def end_all():
 
 
 def tagged(tag):
-    """{pid: command line} of the running processes that carry `tag`, found
-    with psutil where it is installed (elsewhere, the group alone ends)."""
+    """{pid: command line} of the running processes tagged `tag`, by psutil."""
     try:
         import psutil
     except ImportError:
@@ -116,8 +111,7 @@ def survivors(tag, settle=0.0):
 
 
 def run(command, timeout, **popen):
-    """(exit status, stdout, stderr) of `command` in a process group of its
-    own; TimedOut after `timeout` seconds, with the group ended."""
+    """(exit status, stdout, stderr) of `command`, in a group of its own."""
     with process_group(command, text=True, errors="replace", **{
             "stdout": subprocess.PIPE, "stderr": subprocess.PIPE,
             "stdin": subprocess.DEVNULL, **popen}) as child:
@@ -130,9 +124,8 @@ def run(command, timeout, **popen):
 
 
 def in_parallel(function, items, jobs):
-    """{item: function(item)}, `jobs` at a time. It waits in short steps, so
-    that a signal is handled at once (on Windows too); a failure or a stop
-    ends every group still running, and no new one starts."""
+    """{item: function(item)}, `jobs` at a time; a failure or a stop ends
+    them all. Short waits let a signal be handled at once (Windows too)."""
     pool = concurrent.futures.ThreadPoolExecutor(jobs)
     futures = {item: pool.submit(function, item) for item in items}
     try:
@@ -156,12 +149,10 @@ def in_parallel(function, items, jobs):
 
 def run_page(code, name, keys, timeout, env=None, plots=False,
              hide_mps=False, whole=False):
-    """Run a page's download `code` alone as the file `name`, for at most
-    `timeout` s: {"outputs": {key: what its block printed}, "plots": {key:
-    the plot its block drew, with `plots`}, "environment": {...}}; raises
-    Failed (TimedOut past `timeout`). `keys` name the download's blocks in
-    order. `whole`: a program run as `python SCRIPT`, whose output is that
-    of its one block (no plots, environment None)."""
+    """Run a page's download `code` alone as the file `name`: {"outputs":
+    {key: what its block printed}, "plots": {key: its plot, with `plots`},
+    "environment": {...}}, `keys` naming the blocks in order. `whole`: run
+    as `python SCRIPT`, all printed is its one block's (environment None)."""
     with tempfile.TemporaryDirectory(prefix="page-run-") as folder:
         script, result = Path(folder, name), Path(folder, "result.json")
         script.write_text(code, encoding="utf-8")
@@ -184,7 +175,6 @@ def run_page(code, name, keys, timeout, env=None, plots=False,
 
 
 def failure(status, stderr):
-    """One sentence for a page run that ended badly."""
     lines = [line.strip() for line in stderr.splitlines() if line.strip()]
     last = lines[-1] if lines else "nothing on standard error"
     if where := re.search(r"cell (\d+) raised", stderr):
@@ -195,17 +185,16 @@ def failure(status, stderr):
 
 
 def run_blocks(script, result, *flags):
-    """run_page's child: SCRIPT's blocks (`# %%`) in a real __main__ module,
-    so that pickling a class defined in a block works as in a script; what
-    each printed (and drew: --plots) goes to RESULT. Matplotlib draws off
-    screen (a window would wait to be closed)."""
+    """run_page's child: SCRIPT's blocks (`# %%`) in a real __main__ module
+    (pickling a class defined in one works), what each printed (and drew:
+    --plots) into RESULT. Matplotlib draws off screen, waiting for nobody."""
     import importlib.util
     if importlib.util.find_spec("snippets") is not None:
         sys.exit("this Python can import the project's `snippets` package, "
                  "but a page must run without it; uninstall the project "
                  "from this environment")
     os.environ["MPLBACKEND"] = "Agg"
-    if "--hide-mps" in flags:  # a CPU run on Apple silicon: the CPU is used
+    if "--hide-mps" in flags:  # a CPU run on Apple silicon uses the CPU
         import torch
         torch.backends.mps.is_available = lambda: False
     text = Path(script).read_text(encoding="utf-8")
@@ -242,10 +231,9 @@ def run_blocks(script, result, *flags):
 
 
 def saved(figure, script, number):
-    """{"data": what each of its axes shows, which the check compares (not
-    its pixels), "svg": it drawn}. The SVG has text as text, not outlines,
-    and ids the same on every run and unlike the other plots' (a notebook
-    shows three)."""
+    """{"data": what its axes show (the check compares it, not pixels),
+    "svg": it drawn, text as text, its ids the same on every run and unlike
+    other plots' (a notebook shows three)."""
     def rounded(rows):
         return [[round(float(value), 4) for value in row] for row in rows]
 
@@ -270,9 +258,8 @@ def saved(figure, script, number):
 # ---- the machine -------------------------------------------------------
 
 def describe_machine():
-    """What this machine is, in facts, the one description of it: the
-    recordings, the checker's report and the measured figures take theirs
-    from it. It imports torch."""
+    """This machine, the one description of it that the recordings, the
+    checker and the measured figures use. It imports torch."""
     import torch
     import torch.distributed as dist
 
@@ -315,11 +302,9 @@ def compare_text(recorded, fresh, key, varying, label=None):
     new = fresh.splitlines(keepends=True)
 
     def same_shape(a, b):
-        if a.endswith("\n") != b.endswith("\n"):
-            return False
-        a, b = a.rstrip("\n"), b.rstrip("\n")
-        return any(re.fullmatch(p, a) and re.fullmatch(p, b)
-                   for p in patterns)
+        return a.endswith("\n") == b.endswith("\n") and any(
+            re.fullmatch(p, a.rstrip("\n")) and re.fullmatch(p, b.rstrip("\n"))
+            for p in patterns)
 
     if len(old) == len(new) and all(a == b or same_shape(a, b)
                                     for a, b in zip(old, new)):
@@ -331,12 +316,10 @@ def compare_text(recorded, fresh, key, varying, label=None):
 
 def write_files(files, removed=()):
     """Write {path: text} beside, then rename into place and delete
-    `removed`, with Ctrl-C and SIGTERM held back (not on Windows): an
-    interruption changes nothing and leaves no temporary file."""
+    `removed`, with Ctrl-C and SIGTERM held back (not on Windows)."""
     held = {signal.SIGINT, signal.SIGTERM}
-    hold = getattr(signal, "pthread_sigmask", None)
-    if hold:
-        hold(signal.SIG_BLOCK, held)
+    hold = getattr(signal, "pthread_sigmask", lambda *args: None)
+    hold(signal.SIG_BLOCK, held)
     staged = []
     try:
         for path, text in files.items():
@@ -354,8 +337,7 @@ def write_files(files, removed=()):
                 os.unlink(temporary)
         raise
     finally:
-        if hold:
-            hold(signal.SIG_UNBLOCK, held)
+        hold(signal.SIG_UNBLOCK, held)
 
 
 if __name__ == "__main__" and sys.argv[1:2] == [RUN_BLOCKS]:  # run_page's
