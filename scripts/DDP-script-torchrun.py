@@ -147,56 +147,54 @@ def prepare_dataset():
 def main(rank, local_rank, world_size, args):
 
     backend = ddp_setup(rank, local_rank, world_size, args.timeout)  # NEW
-    try:
-        cuda = torch.cuda.is_available()
-        device = local_rank if cuda else "cpu"
-        if rank == 0:
-            print(f"Training on {world_size} processes with {backend}")
-        train_loader, test_loader = prepare_dataset()
-        torch.manual_seed(123)  # in every process: the same first weights
-        model = NeuralNetwork(num_inputs=2, num_outputs=2)
-        model.to(device)
-        optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
-        epochs_done = load_snapshot(args.snapshot, model, optimizer,
-                                    args.epochs)
+    cuda = torch.cuda.is_available()
+    device = local_rank if cuda else "cpu"
+    if rank == 0:
+        print(f"Training on {world_size} processes with {backend}")
+    train_loader, test_loader = prepare_dataset()
+    torch.manual_seed(123)  # in every process: the same first weights
+    model = NeuralNetwork(num_inputs=2, num_outputs=2)
+    model.to(device)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
+    epochs_done = load_snapshot(args.snapshot, model, optimizer,
+                                args.epochs)
 
-        # NEW: wrap model with DDP
-        model = DDP(model, device_ids=[local_rank] if cuda else None)
-        # the core model is now accessible as model.module
+    # NEW: wrap model with DDP
+    model = DDP(model, device_ids=[local_rank] if cuda else None)
+    # the core model is now accessible as model.module
 
-        for epoch in range(epochs_done, args.epochs):
-            # NEW: Set sampler to ensure each epoch has a different shuffle
-            train_loader.sampler.set_epoch(epoch)
+    for epoch in range(epochs_done, args.epochs):
+        # NEW: Set sampler to ensure each epoch has a different shuffle
+        train_loader.sampler.set_epoch(epoch)
 
-            model.train()
-            for features, labels in train_loader:
+        model.train()
+        for features, labels in train_loader:
 
-                features, labels = features.to(device), labels.to(device)
-                logits = model(features)
-                loss = F.cross_entropy(logits, labels)  # Loss function
+            features, labels = features.to(device), labels.to(device)
+            logits = model(features)
+            loss = F.cross_entropy(logits, labels)  # Loss function
 
-                optimizer.zero_grad()
-                loss.backward()
-                optimizer.step()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
 
-                # LOGGING
-                print(f"[rank {rank}] Epoch: {epoch+1:03d}/{args.epochs:03d}"
-                      f" | Batchsize {labels.shape[0]:03d}"
-                      f" | Train/Val Loss: {loss:.2f}")
-            save_snapshot(args.snapshot, model.module, optimizer, epoch + 1)
+            # LOGGING
+            print(f"[rank {rank}] Epoch: {epoch+1:03d}/{args.epochs:03d}"
+                  f" | Batchsize {labels.shape[0]:03d}"
+                  f" | Train/Val Loss: {loss:.2f}")
+        save_snapshot(args.snapshot, model.module, optimizer, epoch + 1)
 
-        model.eval()
+    model.eval()
 
-        train_acc = compute_accuracy(model, train_loader, device=device)
-        print(f"[rank {rank}] Training accuracy", train_acc)
-        test_acc = compute_accuracy(model, test_loader, device=device)
-        print(f"[rank {rank}] Test accuracy", test_acc)
-        if args.save and rank == 0:  # every rank holds the same weights
-            save_atomically(model.module.state_dict(), args.save)
-        if args.snapshot_is_default and rank == 0:  # done: the next job
-            args.snapshot.unlink(missing_ok=True)  # starts afresh
-    finally:
-        destroy_process_group()  # NEW: cleanly exit distributed mode
+    train_acc = compute_accuracy(model, train_loader, device=device)
+    print(f"[rank {rank}] Training accuracy", train_acc)
+    test_acc = compute_accuracy(model, test_loader, device=device)
+    print(f"[rank {rank}] Test accuracy", test_acc)
+    if args.save and rank == 0:  # every rank holds the same weights
+        save_atomically(model.module.state_dict(), args.save)
+    if args.snapshot_is_default and rank == 0:  # done: the next job
+        args.snapshot.unlink(missing_ok=True)  # starts afresh
+    destroy_process_group()  # NEW: cleanly exit distributed mode
     sys.stdout.flush()
     os._exit(0)  # skip the interpreter's shutdown, where Gloo may abort
 

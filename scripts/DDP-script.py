@@ -143,51 +143,49 @@ def prepare_dataset():
 def main(rank, world_size, num_epochs, save):
 
     backend = ddp_setup(rank, world_size)  # NEW: initialize process groups
-    try:
-        cuda = torch.cuda.is_available()
-        device = rank if cuda else "cpu"
-        if rank == 0:
-            print(f"Training on {world_size} processes with {backend}")
-        train_loader, test_loader = prepare_dataset()
-        torch.manual_seed(123)  # in every process: the same first weights
-        model = NeuralNetwork(num_inputs=2, num_outputs=2)
-        model.to(device)
-        optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
+    cuda = torch.cuda.is_available()
+    device = rank if cuda else "cpu"
+    if rank == 0:
+        print(f"Training on {world_size} processes with {backend}")
+    train_loader, test_loader = prepare_dataset()
+    torch.manual_seed(123)  # in every process: the same first weights
+    model = NeuralNetwork(num_inputs=2, num_outputs=2)
+    model.to(device)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
 
-        # NEW: wrap model with DDP
-        model = DDP(model, device_ids=[rank] if cuda else None)
-        # the core model is now accessible as model.module
+    # NEW: wrap model with DDP
+    model = DDP(model, device_ids=[rank] if cuda else None)
+    # the core model is now accessible as model.module
 
-        for epoch in range(num_epochs):
-            # NEW: Set sampler to ensure each epoch has a different shuffle
-            train_loader.sampler.set_epoch(epoch)
+    for epoch in range(num_epochs):
+        # NEW: Set sampler to ensure each epoch has a different shuffle
+        train_loader.sampler.set_epoch(epoch)
 
-            model.train()
-            for features, labels in train_loader:
+        model.train()
+        for features, labels in train_loader:
 
-                features, labels = features.to(device), labels.to(device)
-                logits = model(features)
-                loss = F.cross_entropy(logits, labels)  # Loss function
+            features, labels = features.to(device), labels.to(device)
+            logits = model(features)
+            loss = F.cross_entropy(logits, labels)  # Loss function
 
-                optimizer.zero_grad()
-                loss.backward()
-                optimizer.step()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
 
-                # LOGGING
-                print(f"[rank {rank}] Epoch: {epoch+1:03d}/{num_epochs:03d}"
-                      f" | Batchsize {labels.shape[0]:03d}"
-                      f" | Train/Val Loss: {loss:.2f}")
+            # LOGGING
+            print(f"[rank {rank}] Epoch: {epoch+1:03d}/{num_epochs:03d}"
+                  f" | Batchsize {labels.shape[0]:03d}"
+                  f" | Train/Val Loss: {loss:.2f}")
 
-        model.eval()
+    model.eval()
 
-        train_acc = compute_accuracy(model, train_loader, device=device)
-        print(f"[rank {rank}] Training accuracy", train_acc)
-        test_acc = compute_accuracy(model, test_loader, device=device)
-        print(f"[rank {rank}] Test accuracy", test_acc)
-        if save and rank == 0:  # every rank holds the same weights
-            torch.save(model.module.state_dict(), save)
-    finally:
-        destroy_process_group()  # NEW: cleanly exit distributed mode
+    train_acc = compute_accuracy(model, train_loader, device=device)
+    print(f"[rank {rank}] Training accuracy", train_acc)
+    test_acc = compute_accuracy(model, test_loader, device=device)
+    print(f"[rank {rank}] Test accuracy", test_acc)
+    if save and rank == 0:  # every rank holds the same weights
+        torch.save(model.module.state_dict(), save)
+    destroy_process_group()  # NEW: cleanly exit distributed mode
     sys.stdout.flush()
     os._exit(0)  # skip the interpreter's shutdown, where Gloo may abort
 
@@ -283,8 +281,9 @@ if __name__ == "__main__":
     except (mp.ProcessRaisedException, mp.ProcessExitedException) as error:
         rank, message = error.error_index, str(error)
         if isinstance(error, mp.ProcessRaisedException):
-            # a failed rank's partners fail too once it leaves, and join()
-            # may see one of them end first: name the first error written
+            # a partner fails once the failed rank exits and its connections
+            # close, and join() may see that partner end first; the failed
+            # rank's error was written before it exited: take the first file
             written = [f for f in context.error_files if os.path.exists(f)]
             first = min(written, key=os.path.getmtime)
             rank = context.error_files.index(first)

@@ -1,5 +1,6 @@
-# With FAULT=raise, stages the race a failing run can meet: the rank that raises lingers 10 s at exit, and its
-# partners raise a second after it, as when they lose it, so join() sees a partner end first.
+# With FAULT=raise (the fault injection's default rank and step), stages the race a failing run can meet: the rank
+# that raises lingers 10 s at exit, and its partner raises a second later, standing in for the error it gets once
+# the failed rank's connections close, so join() sees the partner end first.
 import os
 import runpy
 from pathlib import Path
