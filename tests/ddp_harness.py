@@ -4,7 +4,6 @@ what DDP training must equal."""
 import contextlib
 import functools
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -62,12 +61,12 @@ class Job:
                 f"--- stdout ---\n{self.stdout}--- stderr ---\n{self.stderr}")
 
 
-def alone(tmp, script):
-    """(folder, environment) to run a copy of scripts/SCRIPT alone in an empty folder, with a Python that cannot
-    import `snippets` or `tools` and checks destroy_process_group."""
+def run_alone(tmp, script, *args, launcher=(), code=None, **env):
+    """Run scripts/SCRIPT (or `code` under its name) alone in an empty folder, with a Python that cannot import
+    `snippets` or `tools` and checks destroy_process_group; `launcher`: the arguments before the script's."""
     folder = Path(tempfile.mkdtemp(prefix="alone-", dir=tmp))
-    shutil.copy(SCRIPTS / script, folder / script)
-    return folder, environment(PYTHONPATH=str(ALONE))
+    (folder / script).write_text(code or (SCRIPTS / script).read_text())
+    return run_job([*launcher, script, *args], env=environment(PYTHONPATH=str(ALONE), **env), cwd=folder)
 
 
 def run_job(args, env=None, timeout=120, settle=10.0, cwd=ROOT, signal_when=None):
