@@ -99,8 +99,7 @@ def jobs(tmp):
 
 def failed(job, bound, status=None, fault=None):
     """Assert that `job` failed (with `status` if given) within `bound` seconds, leaving nothing behind, and
-    for fault=(name, seconds) that it ended within `seconds` of rank 1 meeting that fault (`pytest -s` shows)."""
-    print(f"\n{' '.join(map(str, job.command[1:]))}: {job.seconds:.1f} s (bound {bound} s)")
+    for fault=(name, seconds) that it ended within `seconds` of rank 1 meeting that fault."""
     assert job.returncode != 0 and status in (None, job.returncode), job.describe()
     assert job.seconds < bound, f"took {job.seconds:.1f} s, more than {bound} s\n{job.describe()}"
     assert not job.survivors, f"processes left behind: {job.survivors}\n{job.describe()}"
@@ -108,7 +107,6 @@ def failed(job, bound, status=None, fault=None):
     if fault:
         seconds, limit = job.seconds_after(f"[rank 1] fault {fault[0]}:"), fault[1]
         assert seconds is not None, f"no note of the fault on stderr\n{job.describe()}"
-        print(f"  from the fault to the exit: {seconds:.1f} s (bound {limit} s)")
         assert seconds < limit, f"{seconds:.1f} s from the fault to the exit, more than {limit} s\n{job.describe()}"
     return job
 
@@ -261,9 +259,7 @@ def test_peer_that_never_joins_ends_init_within_the_timeout(jobs):
 def test_signal_to_the_spawn_launcher_stops_every_rank(jobs, signal_name, status):
     job = failed(jobs[f"spawn {signal_name}"].result(), bound=120, status=status)
     assert job.signalled_at is not None, f"the job never trained\n{job.describe()}"
-    stop = job.seconds - job.signalled_at
-    print(f"  from {signal_name} to the exit: {stop:.1f} s (bound 10 s)")
-    assert stop < 10
+    assert job.seconds - job.signalled_at < 10, f"{job.seconds - job.signalled_at:.1f} s from {signal_name} to the exit"
     assert job.stderr.strip() == f"stopped by {signal_name}: every rank has ended.", job.describe()
     assert job.leftovers == []
 
@@ -291,9 +287,8 @@ def test_ctrl_c_while_the_run_starts_stops_it_with_no_traceback_of_ours(jobs, la
 def test_torchrun_workers_stop_when_their_agent_is_killed(jobs):
     job = jobs["torchrun agent killed"].result()
     assert job.signalled_at is not None and job.returncode == -signal.SIGKILL, job.describe()
-    print(f"\n  workers gone {job.gone_after:.1f} s after their agent was killed (bound 10 s)")
     assert not job.survivors, f"workers outlived their agent: {job.survivors}"
-    assert job.gone_after < 10
+    assert job.gone_after < 10, f"workers gone {job.gone_after:.1f} s after their agent was killed"
     # The default snapshot stays on purpose, and the message said where and until when.
     assert (named := re.search(r"^snapshot file: (\S+) \(removed when training completes; after a failure it stays, "
                                r"to resume with --snapshot\)$", job.stderr, re.M)), job.describe()
@@ -302,7 +297,6 @@ def test_torchrun_workers_stop_when_their_agent_is_killed(jobs):
 
 def test_torchrun_restarts_a_killed_worker_and_ends_with_the_same_weights(jobs, tmp):
     job = jobs["torchrun recovers"].result()
-    print(f"\ntorchrun --max-restarts=3 ... (FAULT=kill): {job.seconds:.1f} s (bound 150 s)")
     assert job.returncode == 0, job.describe()
     assert not job.survivors, job.survivors
     assert "[rank 1] fault kill:" in job.stderr, "the fault never happened"

@@ -7,7 +7,6 @@ import fcntl
 import re
 import sys
 import tempfile
-import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -37,16 +36,16 @@ def book_on_the_cpu(tmp):
         return run_job(ddp_runs.SCRIPT_RUNS[BOOK_ON_CPU].arguments(tmp))
 
 
-def two_nodes(tmp, env):
-    """Two torchrun agents with one process each, meeting through a c10d rendezvous on loopback."""
-    endpoint, run_id = f"127.0.0.1:{get_free_port()}", f"test-{uuid.uuid4().hex[:8]}"
+def two_nodes(tmp):
+    """Two torchrun agents with one process each, meeting through a c10d rendezvous on loopback, with USE_LIBUV=0."""
+    port = get_free_port()  # and the run's id
 
     def node(rank):
         return run_job(["-m", "torch.distributed.run", "--nnodes=2", "--nproc_per_node=1",
-                        "--rdzv-backend=c10d", f"--rdzv-endpoint={endpoint}", f"--rdzv-id={run_id}",
+                        "--rdzv-backend=c10d", f"--rdzv-endpoint=127.0.0.1:{port}", f"--rdzv-id=test-{port}",
                         f"--node-rank={rank}", "--rdzv-conf=join_timeout=60", TORCHRUN,
                         "--save", tmp / "two-nodes.pt", "--snapshot", tmp / "two-nodes-snapshot.pt"],
-                       env=env, timeout=150)
+                       env=ddp_runs.ddp_environment(USE_LIBUV="0"), timeout=150)
 
     with ThreadPoolExecutor(max_workers=2) as pool:
         return list(pool.map(node, [0, 1]))
@@ -71,7 +70,7 @@ def jobs(tmp):
     launches = {
         # Eight processes each import torch: on a busy 2-core machine that alone can take minutes.
         "world size 8": lambda: run_job([SPAWN, "--world-size", 8], timeout=300),
-        "two nodes, USE_LIBUV=0": lambda: two_nodes(tmp, ddp_runs.ddp_environment(USE_LIBUV="0")),
+        "two nodes, USE_LIBUV=0": lambda: two_nodes(tmp),
         "torchrun": lambda: run_alone(tmp, "DDP-script-torchrun.py", "--save", tmp / "torchrun.pt",
                                       launcher=TORCHRUN_2),
         "spawn": lambda: run_alone(tmp, "DDP-script.py", "--save", tmp / "spawn.pt", USE_LIBUV="0"),

@@ -1,5 +1,4 @@
-"""The DDP scripts' recorded runs: what each is (SCRIPT_RUNS), the environment they run in, and what
-they print, rank by rank; the recorder, gpu_check, bench and the DDP tests read them here."""
+"""The DDP scripts' recorded runs (SCRIPT_RUNS), the environment they run in, and what they print, rank by rank."""
 
 import os
 import re
@@ -41,15 +40,13 @@ class ScriptRun:
 
     command: str
     args: tuple
-    stream: str = "stdout"
     status: int = 0  # the exit status the run must have
     env: tuple = ()  # (name, value) pairs the command sets
     changes: tuple = ()
     page: str | None = None
 
     def recorded(self, stdout: str, stderr: str) -> str:
-        """What is kept of a run of it: its recorded stream, the ranks' lines in rank order."""
-        return in_rank_order(stdout) if self.stream == "stdout" else stderr
+        return stderr if self.status else in_rank_order(stdout)
 
     def arguments(self, folder: Path) -> list[str]:
         """The arguments after `python`, with `changes` those of a changed copy written in `folder`."""
@@ -91,7 +88,7 @@ SCRIPT_RUNS = {
                                          ("book/DDP-script.py",), changes=BOOK_ON_CPU),
     "DDP-script-fault-kill.txt": ScriptRun(
         "PYTHONPATH=scripts/fault-injection FAULT=kill python scripts/DDP-script.py",
-        ("scripts/DDP-script.py",), stream="stderr", status=1,
+        ("scripts/DDP-script.py",), status=1,
         env=(("PYTHONPATH", str(FAULT_INJECTION)), ("FAULT", "kill"))),
     "ddp-inside.txt": ScriptRun("python scripts/ddp-inside.py", ("scripts/ddp-inside.py",),
                                 page="a9-multi-gpu-training.md"),
