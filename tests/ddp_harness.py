@@ -7,8 +7,8 @@ import os
 import subprocess
 import sys
 import tempfile
-import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -81,17 +81,17 @@ def run_job(args, env=None, timeout=120, settle=10.0, cwd=ROOT, signal_when=None
         env = {**(environment() if env is None else env), "TMPDIR": tmpdir}
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(WHOLE_LINES), env.get("PYTHONPATH")]))
         start = time.monotonic()
-        with process_group(command, cwd=cwd, env=env, stdin=subprocess.DEVNULL, text=True,
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE) as process:
 
-            def read(stream, lines):
-                for line in stream:
-                    lines.append((time.monotonic() - start, line))
+        def read(stream, lines):  # until the pipe closes, when the last process holding it is gone
+            for line in stream:
+                lines.append((time.monotonic() - start, line))
 
-            readers = [threading.Thread(target=read, args=(stream, lines), daemon=True)
-                       for stream, lines in ((process.stdout, out), (process.stderr, err))]
-            for reader in readers:
-                reader.start()
+        # The readers are waited for once the job's processes are ended, as process_group exits.
+        with ThreadPoolExecutor(max_workers=2) as readers, process_group(
+                command, cwd=cwd, env=env, stdin=subprocess.DEVNULL, text=True, stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE) as process:
+            readers.submit(read, process.stdout, out)
+            readers.submit(read, process.stderr, err)
             launcher = psutil.Process(process.pid)
             while process.poll() is None:
                 if time.monotonic() - start > timeout:
@@ -105,8 +105,6 @@ def run_job(args, env=None, timeout=120, settle=10.0, cwd=ROOT, signal_when=None
             seconds = time.monotonic() - start
             left = survivors(process.tag, settle)  # ended as process_group exits
             gone_after = time.monotonic() - start - seconds
-        for reader in readers:  # the pipes close when the last process holding them is gone
-            reader.join()
         # torch keeps a compiler cache there (torchinductor_USER): not the job's doing
         leftovers = sorted(p.name for p in Path(tmpdir).iterdir() if not p.name.startswith("torchinductor_"))
     return Job(command, Path(cwd), Path(tmpdir), process.returncode, stdout="".join(line for _, line in out),
@@ -141,8 +139,7 @@ def single_process_weights():
         for sampler in samplers:
             sampler.set_epoch(epoch)
         for batches in zip(*loaders):
-            features = torch.cat([features for features, _ in batches])
-            labels = torch.cat([labels for _, labels in batches])
+            features, labels = (torch.cat(tensors) for tensors in zip(*batches))  # rank 0's, then rank 1's
             loss = F.cross_entropy(model(features), labels)
             optimizer.zero_grad()
             loss.backward()

@@ -118,8 +118,7 @@ def run_in_process(monkeypatch, capsys):
     with `status` within 10 s, printing nothing and no traceback; return its stderr."""
     def run(script, args=(), env=None, status=2, gpus=0):
         monkeypatch.setattr(sys, "argv", [str(ROOT / script), *map(str, args)])
-        spawned = AssertionError(f"{script} {' '.join(map(str, args))} started processes")
-        monkeypatch.setattr(torch.multiprocessing, "spawn", Mock(side_effect=spawned))
+        monkeypatch.setattr(torch.multiprocessing, "spawn", Mock(side_effect=AssertionError(f"{script} started ranks")))
         monkeypatch.setattr(os, "_exit", sys.exit)  # a rank ends with os._exit; here, end the run only
         monkeypatch.setattr(torch.cuda, "is_available", lambda: gpus > 0)
         monkeypatch.setattr(torch.cuda, "device_count", lambda: gpus)
@@ -128,11 +127,11 @@ def run_in_process(monkeypatch, capsys):
         # patch.dict also removes what the script sets for its ranks (MASTER_ADDR, MASTER_PORT, ...)
         with patch.dict(os.environ, environment(**(env or {})), clear=True), pytest.raises(SystemExit) as exit:
             runpy.run_path(str(ROOT / script), run_name="__main__")
-        seconds, printed = time.monotonic() - start, capsys.readouterr()
-        assert printed.out == "", "nothing may be printed before the checks pass"
-        assert exit.value.code == status and "Traceback" not in printed.err, printed.err
+        seconds, captured = time.monotonic() - start, capsys.readouterr()
+        assert captured.out == "", "nothing may be printed before the checks pass"
+        assert exit.value.code == status and "Traceback" not in captured.err, captured.err
         assert seconds < 10, f"took {seconds:.1f} s"
-        return printed.err
+        return captured.err
 
     return run
 
