@@ -1,6 +1,5 @@
-"""The DDP scripts train correctly: on the CPU with Gloo, with both launchers, for world sizes 1 to 8,
-each script alone in an empty folder, carrying the same model and data as the chapter pages; and
-ddp-inside.py shows, on real numbers, what DDP does."""
+"""The DDP scripts train correctly: on the CPU with Gloo, with both launchers, for world sizes 1 to 8, each alone in an
+empty folder, carrying the chapter pages' model and data; and ddp-inside.py shows, on real numbers, what DDP does."""
 
 import ast
 import fcntl
