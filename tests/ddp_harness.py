@@ -52,10 +52,6 @@ class Job:
     def stderr(self):
         return "".join(line for _, line in self.stderr_lines)
 
-    def seconds_after(self, text):
-        """Seconds from the first stderr line containing `text` to the exit (None if there is none)."""
-        return next((self.seconds - at for at, line in self.stderr_lines if text in line), None)
-
     def describe(self):
         return (f"$ {' '.join(map(str, self.command))}\nexit status {self.returncode} after {self.seconds:.1f} s\n"
                 f"--- stdout ---\n{self.stdout}--- stderr ---\n{self.stderr}")

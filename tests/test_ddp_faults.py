@@ -105,9 +105,10 @@ def failed(job, bound, status=None, fault=None):
     assert not job.survivors, f"processes left behind: {job.survivors}\n{job.describe()}"
     assert "Epoch: 003/003" not in job.stdout, "a failed job must not finish training"
     if fault:
-        seconds, limit = job.seconds_after(f"[rank 1] fault {fault[0]}:"), fault[1]
-        assert seconds is not None, f"no note of the fault on stderr\n{job.describe()}"
-        assert seconds < limit, f"{seconds:.1f} s from the fault to the exit, more than {limit} s\n{job.describe()}"
+        name, limit = fault
+        after = [job.seconds - at for at, line in job.stderr_lines if f"[rank 1] fault {name}:" in line]
+        assert after, f"no note of the fault on stderr\n{job.describe()}"
+        assert after[0] < limit, f"{after[0]:.1f} s from the fault to the exit, more than {limit} s\n{job.describe()}"
     return job
 
 
