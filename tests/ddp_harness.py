@@ -2,17 +2,13 @@
 what DDP training must equal."""
 
 import contextlib
-import fcntl
 import functools
 import os
-import shutil
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,7 +19,7 @@ from torch.utils.data import DataLoader
 from torch.utils.data.distributed import DistributedSampler
 
 from tools import ROOT
-from tools.ddp_runs import FAULT_INJECTION, SCRIPT_RUNS, load_script, run_key, training_data
+from tools.ddp_runs import SCRIPT_RUNS, load_script, run_key, training_data
 from tools.ddp_runs import ddp_environment as environment
 from tools.page_runner import compare_text, end_group, process_group, survivors
 from tools.store import SCRIPT_OUTPUTS, varying_patterns
@@ -50,84 +46,66 @@ class Job:
     survivors: list  # "pid command" of the job's processes alive `settle` s after the launcher exited
     gone_after: float  # seconds from the launcher's exit until no process of the job was left
     leftovers: list  # names of the files the job left in its TMPDIR
-    signalled_at: float | None  # seconds from the start to the signal sent (`signal_after`)
+    signalled_at: float | None  # seconds from the start to the signal sent (`signal_when`)
 
     @property
     def stderr(self):
         return "".join(line for _, line in self.stderr_lines)
-
-    def seconds_after(self, text):
-        """Seconds from the first stderr line containing `text` to the exit (None if there is none)."""
-        return next((self.seconds - at for at, line in self.stderr_lines if text in line), None)
 
     def describe(self):
         return (f"$ {' '.join(map(str, self.command))}\nexit status {self.returncode} after {self.seconds:.1f} s\n"
                 f"--- stdout ---\n{self.stdout}--- stderr ---\n{self.stderr}")
 
 
-def alone(tmp, script):
-    """Copy scripts/SCRIPT alone into an empty folder; return (folder, environment) to run it there
-    with a Python that cannot import `snippets` or `tools` and checks destroy_process_group."""
+def run_alone(tmp, script, *args, launcher=(), code=None, **env):
+    """Run scripts/SCRIPT (or `code` under its name) alone in an empty folder, with a Python that cannot import
+    `snippets` or `tools` and checks destroy_process_group; `launcher`: the arguments before the script's."""
     folder = Path(tempfile.mkdtemp(prefix="alone-", dir=tmp))
-    shutil.copy(SCRIPTS / script, folder / script)
-    return folder, environment(PYTHONPATH=str(ALONE))
+    (folder / script).write_text(code or (SCRIPTS / script).read_text())
+    return run_job([*launcher, script, *args], env=environment(PYTHONPATH=str(ALONE), **env), cwd=folder)
 
 
-def run_job(args, env=None, timeout=120, settle=10.0, cwd=ROOT, signal_after=None, ctrl_c_when=None):
-    """Run `python ARGS...` in a process group and a TMPDIR of its own; return a Job.
-
-    The job is ended after `timeout` seconds. Once the launcher has exited, the job's processes get
-    `settle` seconds to go away (on a busy machine, multiprocessing's resource tracker took over 2 s); any left
-    are its survivors, found by the tag of the job's group (torchrun's workers run in sessions of their own, and
-    carry it too), and are ended.
-    signal_after=(text, signum): send signum to the launching process once stdout shows `text`.
-    ctrl_c_when(launcher): press Ctrl-C as a terminal does (SIGINT to the launcher's group) once this
-    returns True for the launcher (a psutil.Process); asked every 50 ms.
-    """
+def run_job(args, env=None, timeout=120, settle=10.0, cwd=ROOT, signal_when=None):
+    """Run `python ARGS...` in a process group and a TMPDIR of its own, ended after `timeout` s; return a Job.
+    Once the launcher has exited, the processes with the group's tag (torchrun's workers, in sessions of their own,
+    carry it too) get `settle` s to go (multiprocessing's resource tracker took over 2 s on a busy machine); any
+    left are its survivors, and are ended. signal_when=(when, send): send(the launcher's pid) once when(the launcher,
+    a psutil.Process, and stdout so far) is true; asked every 50 ms."""
     command = [sys.executable, *map(str, args)]
-    out, err, signalled = [], [], []
+    out, err, signalled_at = [], [], None
     with tempfile.TemporaryDirectory(prefix="ddp-job-") as tmpdir:
         env = {**(environment() if env is None else env), "TMPDIR": tmpdir}
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(WHOLE_LINES), env.get("PYTHONPATH")]))
         start = time.monotonic()
-        with process_group(command, cwd=cwd, env=env, stdin=subprocess.DEVNULL, text=True,
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE) as process:
 
-            def watch(line):
-                if signal_after and not signalled and signal_after[0] in line:
-                    signalled.append(time.monotonic() - start)
-                    os.kill(process.pid, signal_after[1])
+        def read(stream, lines):  # until the pipe closes, when the last process holding it is gone
+            for line in stream:
+                lines.append((time.monotonic() - start, line))
 
-            readers = [threading.Thread(target=_read_lines, args=(stream, lines, start, check), daemon=True)
-                       for stream, lines, check in ((process.stdout, out, watch), (process.stderr, err, None))]
-            for reader in readers:
-                reader.start()
+        # The readers are waited for once the job's processes are ended, as process_group exits.
+        with ThreadPoolExecutor(max_workers=2) as readers, process_group(
+                command, cwd=cwd, env=env, stdin=subprocess.DEVNULL, text=True, stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE) as process:
+            readers.submit(read, process.stdout, out)
+            readers.submit(read, process.stderr, err)
             launcher = psutil.Process(process.pid)
             while process.poll() is None:
                 if time.monotonic() - start > timeout:
                     end_group(process)
                 with contextlib.suppress(psutil.Error):  # a process that ends while it is looked at
-                    if ctrl_c_when and not signalled and ctrl_c_when(launcher):
-                        signalled.append(time.monotonic() - start)
-                        os.killpg(process.pid, signal.SIGINT)
+                    stdout = "".join(line for _, line in out)
+                    if signal_when and signalled_at is None and signal_when[0](launcher, stdout):
+                        signalled_at = time.monotonic() - start
+                        signal_when[1](process.pid)
                 time.sleep(0.05)
             seconds = time.monotonic() - start
             left = survivors(process.tag, settle)  # ended as process_group exits
             gone_after = time.monotonic() - start - seconds
-        for reader in readers:  # the pipes close when the last process holding them is gone
-            reader.join()
         # torch keeps a compiler cache there (torchinductor_USER): not the job's doing
         leftovers = sorted(p.name for p in Path(tmpdir).iterdir() if not p.name.startswith("torchinductor_"))
     return Job(command, Path(cwd), Path(tmpdir), process.returncode, stdout="".join(line for _, line in out),
                stderr_lines=err, seconds=seconds, survivors=left, gone_after=gone_after,
-               leftovers=leftovers, signalled_at=signalled[0] if signalled else None)
-
-
-def _read_lines(stream, lines, start, check):
-    for line in stream:
-        lines.append((time.monotonic() - start, line))
-        if check:
-            check(line)
+               leftovers=leftovers, signalled_at=signalled_at)
 
 
 def assert_recorded(job, name):
@@ -157,8 +135,7 @@ def single_process_weights():
         for sampler in samplers:
             sampler.set_epoch(epoch)
         for batches in zip(*loaders):
-            features = torch.cat([features for features, _ in batches])
-            labels = torch.cat([labels for _, labels in batches])
+            features, labels = (torch.cat(tensors) for tensors in zip(*batches))  # rank 0's, then rank 1's
             loss = F.cross_entropy(model(features), labels)
             optimizer.zero_grad()
             loss.backward()
@@ -168,29 +145,6 @@ def single_process_weights():
 
 def assert_same_weights(saved, expected=None):
     """That the file `saved` holds the state_dict in the file `expected`, by default single_process_weights()."""
-    actual = torch.load(saved, weights_only=True)
     expected = torch.load(expected, weights_only=True) if expected else single_process_weights()
-    assert actual.keys() == expected.keys()
-    for key in expected:
-        torch.testing.assert_close(actual[key], expected[key], atol=1e-6, rtol=1e-6, msg=lambda m: f"{key}: {m}")
+    torch.testing.assert_close(torch.load(saved, weights_only=True), expected, atol=1e-6, rtol=1e-6)
 
-
-@contextlib.contextmanager
-def port_12345():
-    """Held while the book's DDP-script.py runs: it always listens on port 12345, so on one machine (two test
-    suites at once) its runs take turns, by a lock on a file that every suite here finds."""
-    with open(Path(tempfile.gettempdir()) / "appendix-a-port-12345.lock", "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released as the file closes, or the process ends
-        yield
-
-
-def free_port():
-    with socket.socket() as probe:
-        probe.bind(("", 0))
-        return probe.getsockname()[1]
-
-
-def with_fault(fault):
-    """The environment of a run in which scripts/fault-injection makes a rank raise, be killed or stall
-    after its 6th optimizer step (the first of epoch 2 with 2 ranks); the last rank unless FAULT_RANK."""
-    return environment(PYTHONPATH=str(FAULT_INJECTION), FAULT=fault)

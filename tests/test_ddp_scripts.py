@@ -1,27 +1,18 @@
-"""The DDP scripts train correctly: on the CPU with Gloo, with both launchers, for world sizes 1 to 8,
-each script alone in an empty folder, carrying the same model and data as the chapter pages; and
-ddp-inside.py shows, on real numbers, what DDP does."""
+"""The DDP scripts train correctly: on the CPU with Gloo, with both launchers, for world sizes 1 to 8, each alone in an
+empty folder, carrying the chapter pages' model and data; and ddp-inside.py shows, on real numbers, what DDP does."""
 
 import ast
+import fcntl
 import re
 import sys
-import uuid
+import tempfile
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 import torch
-from ddp_harness import (
-    SCRIPTS,
-    SPAWN,
-    TORCHRUN,
-    TORCHRUN_2,
-    alone,
-    assert_recorded,
-    assert_same_weights,
-    free_port,
-    port_12345,
-    run_job,
-)
+from ddp_harness import SCRIPTS, SPAWN, TORCHRUN, TORCHRUN_2, assert_recorded, assert_same_weights, run_alone, run_job
+from torch.distributed.elastic.utils.distributed import get_free_port
 
 from tools import BOOK, ROOT, ddp_numbers, ddp_runs, pages, script_diff
 from tools.editions import ENGLISH
@@ -37,32 +28,33 @@ UNDESTROYED = "the process group was not destroyed before the process exited"  #
 
 
 def book_on_the_cpu(tmp):
-    with port_12345():
+    """The book's script always listens on port 12345: on one machine (two test suites at once) its runs take
+    turns, by a lock on a file that every suite finds."""
+    with open(Path(tempfile.gettempdir()) / "appendix-a-port-12345.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released as the file closes, or the process ends
         return run_job(ddp_runs.SCRIPT_RUNS[BOOK_ON_CPU].arguments(tmp))
 
 
-def two_nodes(tmp, env):
-    """Two torchrun agents with one process each, meeting through a c10d rendezvous on loopback."""
-    endpoint, run_id = f"127.0.0.1:{free_port()}", f"test-{uuid.uuid4().hex[:8]}"
+def two_nodes(tmp):
+    """Two torchrun agents with one process each, meeting through a c10d rendezvous on loopback, with USE_LIBUV=0."""
+    port = get_free_port()  # and the run's id
 
     def node(rank):
         return run_job(["-m", "torch.distributed.run", "--nnodes=2", "--nproc_per_node=1",
-                        "--rdzv-backend=c10d", f"--rdzv-endpoint={endpoint}", f"--rdzv-id={run_id}",
+                        "--rdzv-backend=c10d", f"--rdzv-endpoint=127.0.0.1:{port}", f"--rdzv-id=test-{port}",
                         f"--node-rank={rank}", "--rdzv-conf=join_timeout=60", TORCHRUN,
                         "--save", tmp / "two-nodes.pt", "--snapshot", tmp / "two-nodes-snapshot.pt"],
-                       env=env, timeout=150)
+                       env=ddp_runs.ddp_environment(USE_LIBUV="0"), timeout=150)
 
     with ThreadPoolExecutor(max_workers=2) as pool:
         return list(pool.map(node, [0, 1]))
 
 
-def without_destroy(tmp, script, args=()):
+def without_destroy(tmp, script, *args):
     """Run a copy of `script` whose destroy_process_group() call is gone: the check must catch it."""
-    folder, env = alone(tmp, script)
-    code = (folder / script).read_text()
+    code = (SCRIPTS / script).read_text()
     assert code.count("destroy_process_group()  #") == 1
-    (folder / script).write_text(code.replace("destroy_process_group()  #", "pass  #"))
-    return run_job([script, *args], env=env, cwd=folder)
+    return run_alone(tmp, script, *args, code=code.replace("destroy_process_group()  #", "pass  #"))
 
 
 @pytest.fixture(scope="module")
@@ -74,20 +66,16 @@ def tmp(tmp_path_factory):
 def jobs(tmp):
     """{name: Future of a Job}: every launch, longest first, two at a time (each keeps about two cores busy)."""
     # The two-node and spawn runs take Windows' code path (a TCP store without libuv); all must print the same.
-    spawn_folder, spawn_env = alone(tmp, "DDP-script.py")
-    torchrun_folder, torchrun_env = alone(tmp, "DDP-script-torchrun.py")
-    inside_folder, inside_env = alone(tmp, INSIDE)
     launches = {
         # Eight processes each import torch: on a busy 2-core machine that alone can take minutes.
         "world size 8": lambda: run_job([SPAWN, "--world-size", 8], timeout=300),
-        "two nodes, USE_LIBUV=0": lambda: two_nodes(tmp, ddp_runs.ddp_environment(USE_LIBUV="0")),
-        "torchrun": lambda: run_job([*TORCHRUN_2, "DDP-script-torchrun.py", "--save", tmp / "torchrun.pt"],
-                                    env=torchrun_env, cwd=torchrun_folder),
-        "spawn": lambda: run_job(["DDP-script.py", "--save", tmp / "spawn.pt"],
-                                 env={**spawn_env, "USE_LIBUV": "0"}, cwd=spawn_folder),
-        "inside": lambda: run_job([INSIDE], env=inside_env, cwd=inside_folder),
+        "two nodes, USE_LIBUV=0": lambda: two_nodes(tmp),
+        "torchrun": lambda: run_alone(tmp, "DDP-script-torchrun.py", "--save", tmp / "torchrun.pt",
+                                      launcher=TORCHRUN_2),
+        "spawn": lambda: run_alone(tmp, "DDP-script.py", "--save", tmp / "spawn.pt", USE_LIBUV="0"),
+        "inside": lambda: run_alone(tmp, INSIDE),
         **{f"world size {n}": lambda n=n: run_job([SPAWN, "--world-size", n], timeout=300) for n in (3, 1)},
-        "spawn without destroy": lambda: without_destroy(tmp, "DDP-script.py", ["--world-size", 1]),  # 1 is enough
+        "spawn without destroy": lambda: without_destroy(tmp, "DDP-script.py", "--world-size", 1),  # 1 is enough
         "book on the CPU": lambda: book_on_the_cpu(tmp),
         "torchrun without destroy": lambda: without_destroy(tmp, "DDP-script-torchrun.py"),
     }

@@ -1,5 +1,4 @@
-"""The DDP scripts' recorded runs: what each is (SCRIPT_RUNS), the environment they run in, and what
-they print, rank by rank; the recorder, gpu_check, bench and the DDP tests read them here."""
+"""The DDP scripts' recorded runs (SCRIPT_RUNS), the environment they run in, and what they print, rank by rank."""
 
 import os
 import re
@@ -19,9 +18,8 @@ RANK_LINE = re.compile(r"\[(?:rank |GPU)(\d+)\] ")  # ours print [rank 0], the b
 
 
 def in_rank_order(stdout: str) -> str:
-    """A DDP run's lines with each rank's together, rank after rank, each in the order it printed them;
-    lines of no rank first. The ranks print at the same time, so a terminal shows them interleaved, and
-    differently on every run: the pages show a run this way, and say so."""
+    """A DDP run's lines, each rank's together in the order it printed them, rank after rank (lines of no rank
+    first): the ranks interleave differently on every run, so the pages show a run this way, and say so."""
     def rank(line):
         return int(match[1]) if (match := RANK_LINE.match(line)) else -1
     return "".join(sorted(stdout.splitlines(keepends=True), key=rank))
@@ -35,28 +33,23 @@ def trained_fully(stdout: str, world_size: int) -> bool:
 
 @dataclass(frozen=True)
 class ScriptRun:
-    """A recorded run: the command a reader types, the arguments after `python`, what is kept.
-    A run that trains is recorded from stdout, where the scripts print the same bytes on every run
-    (notes that change, such as where a snapshot is, go to stderr); a failing one from stderr.
-    `env`: variables the command sets (a fault injected from scripts/fault-injection). `page`: the page
-    under whose name check-appendix-a.py runs the script too (tools/checker.py), as a reader would.
-    `changes`: (old, new) pairs; the run is of a copy of the script with each old text, found exactly once, made new."""
+    """A recorded run: the command a reader types, the arguments after `python`. One that trains is recorded from
+    stdout, the same bytes on every run (notes that change go to stderr); a failing one from stderr. `page`: the page
+    under whose name check-appendix-a.py runs the script too (tools/checker.py). `changes`: (old, new) pairs made in
+    a copy of the script, each old text found exactly once."""
 
     command: str
     args: tuple
-    stream: str = "stdout"
     status: int = 0  # the exit status the run must have
-    env: tuple = ()  # (name, value) pairs
+    env: tuple = ()  # (name, value) pairs the command sets
     changes: tuple = ()
     page: str | None = None
 
     def recorded(self, stdout: str, stderr: str) -> str:
-        """What is kept of a run of it: its recorded stream, the ranks' lines in rank order."""
-        return in_rank_order(stdout) if self.stream == "stdout" else stderr
+        return stderr if self.status else in_rank_order(stdout)
 
     def arguments(self, folder: Path) -> list[str]:
-        """The arguments after `python`: the script's, or, with `changes`, those of its changed copy written in
-        `folder`; RecordingError if an old text is not in the script exactly once."""
+        """The arguments after `python`, with `changes` those of a changed copy written in `folder`."""
         if not self.changes:
             return list(self.args)
         script, *rest = self.args
@@ -66,7 +59,7 @@ class ScriptRun:
                 raise RecordingError(f"{script} has {code.count(old)} times, not once, the text {old!r} that "
                                      "tools/ddp_runs.py changes for its recorded run; update the change.")
             code = code.replace(old, new)
-        copy = Path(folder) / Path(script).name
+        copy = Path(folder, Path(script).name)
         copy.write_text(code)
         return [str(copy), *rest]
 
@@ -95,21 +88,20 @@ SCRIPT_RUNS = {
                                          ("book/DDP-script.py",), changes=BOOK_ON_CPU),
     "DDP-script-fault-kill.txt": ScriptRun(
         "PYTHONPATH=scripts/fault-injection FAULT=kill python scripts/DDP-script.py",
-        ("scripts/DDP-script.py",), stream="stderr", status=1,
+        ("scripts/DDP-script.py",), status=1,
         env=(("PYTHONPATH", str(FAULT_INJECTION)), ("FAULT", "kill"))),
     "ddp-inside.txt": ScriptRun("python scripts/ddp-inside.py", ("scripts/ddp-inside.py",),
                                 page="a9-multi-gpu-training.md"),
 }
 
 
-# ddp-inside.py's printout: a heading a section (before and after DDP(...), each step), then rows of
-# a label in 11 characters and a cell of 12 for each rank; a row of two numbers takes two lines.
+# ddp-inside.py prints sections (before and after DDP(...), each step), each of rows of a label in 11 characters and
+# a cell of 12 for each rank; a row of two numbers takes two lines.
 INSIDE_SECTION = re.compile(r"(before|after) DDP\(\.\.\.\):|(step \d+) \(epoch \d+\):")
 
 
 def inside_table(text: str) -> dict:
-    """{section: {row label: [[a cell per rank] for each of its lines]}}; the sections "before",
-    "after", "step 1", ...; ValueError if `text` is not a printout of ddp-inside.py."""
+    """{"before", "after", "step 1", ...: {row label: [[a cell per rank] for each of its lines]}}."""
     if not (ranks := re.match(r"DDP: (\d+) processes", text)):
         raise ValueError(f"not a printout of ddp-inside.py:\n{text}")
     table, section, label = {}, None, None
@@ -124,9 +116,8 @@ def inside_table(text: str) -> dict:
 
 
 def inside_problems(text: str) -> list[str]:
-    """What a printout of ddp-inside.py shows that DDP must not do: the ranks' weights alike before DDP(...)
-    (each drew its own) or unlike after it or after a step; two ranks given one example in a step; an
-    all-reduce result that is not the mean of the ranks' own gradients (within 1e-6)."""
+    """What a printout of ddp-inside.py shows that DDP must not do: the ranks' weights alike before DDP(...) or unlike
+    after it, two ranks given one example in a step, an all-reduce that is not the mean of the ranks' gradients."""
     table = inside_table(text)
     steps = [name for name in table if name.startswith("step ")]
     problems = [f"it shows {len(steps)} steps, not at least 3"] * (len(steps) < 3)
@@ -148,9 +139,8 @@ def inside_problems(text: str) -> list[str]:
 
 
 def ddp_environment(**extra) -> dict:
-    """The caller's environment on the CPU, without what would steer a DDP launch: the same
-    recording on every machine. PYTHONUNBUFFERED would make each rank write a line in two pieces,
-    which the other ranks' lines can split."""
+    """The caller's environment on the CPU, less what would steer a DDP launch. PYTHONUNBUFFERED would make each rank
+    write a line in two pieces, which the other ranks' lines can split."""
     steering = {"MASTER_ADDR", "MASTER_PORT", "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE",
                 "GROUP_RANK", "USE_LIBUV", "OMP_NUM_THREADS", "PYTHONPATH", "PYTHONUNBUFFERED"}
     env = {k: v for k, v in os.environ.items()
@@ -174,8 +164,7 @@ def run_script(name: str) -> str:
 
 
 def load_script(script: Path) -> SimpleNamespace:
-    """A DDP script's functions and classes (its launcher runs only under __main__), with this process's Ctrl-C
-    put back: the script's first lines set it to the system's default."""
+    """A DDP script's functions and classes, with this process's Ctrl-C handler, which the script resets, put back."""
     handler = signal.getsignal(signal.SIGINT)
     try:
         return SimpleNamespace(**runpy.run_path(str(script)))
@@ -184,8 +173,7 @@ def load_script(script: Path) -> SimpleNamespace:
 
 
 def training_loader(script: Path = ROOT / "scripts" / "DDP-script.py"):
-    """The training loader that a DDP script's prepare_dataset makes (ours, or a copy of the book's); its sampler
-    needs a process group: one of one process, in memory, for the call."""
+    """A DDP script's prepare_dataset's training loader, made in a process group of one, which its sampler needs."""
     import torch.distributed as dist
 
     prepare_dataset = load_script(script).prepare_dataset
