@@ -85,6 +85,8 @@ def jobs(tmp):
         "spawn SIGTERM": lambda: run_job([SPAWN, *LONG], env=env, signal_when=printed("Epoch: 001/", signal.SIGTERM)),
         "peer never joins": lambda: run_job([TORCHRUN, "--timeout", TIMEOUT], env=lonely),
         "spawn raise": lambda: run_job([SPAWN], env=with_fault("raise")),
+        "spawn raise, partner first": lambda: run_job([SPAWN], env=environment(
+            PYTHONPATH=str(ROOT / "tests" / "partner_first"), FAULT="raise")),
         "spawn kill": lambda: run_job([SPAWN], env=kill),
         "truncated snapshot": lambda: run_job([TORCHRUN, "--snapshot", tmp / "truncated.pt"], env=env),
         "Ctrl-C, spawn launcher starting": lambda: run_job([SPAWN], env=env, signal_when=ctrl_c_loading_torch()),
@@ -231,10 +233,14 @@ def test_truncated_snapshot_is_refused_and_training_does_not_start(jobs, tmp):
     assert "Epoch:" not in job.stdout and "Traceback" not in job.stderr, job.describe()  # training never starts
 
 
-@pytest.mark.parametrize("fault, message", [("raise", "RuntimeError: rank 1 raised this error on purpose"),
+RAISED = "RuntimeError: rank 1 raised this error on purpose"
+
+
+# "partner first": its partner's error reaches join() first (tests/partner_first); the rank that raised is named.
+@pytest.mark.parametrize("fault, message", [("raise", RAISED), ("raise, partner first", RAISED),
                                             ("kill", "process 1 terminated with signal SIGKILL")])
 def test_rank_that_raises_or_is_killed_ends_the_job(jobs, fault, message):
-    job = failed(jobs[f"spawn {fault}"].result(), bound=60, status=1, fault=(fault, 15))
+    job = failed(jobs[f"spawn {fault}"].result(), bound=60, status=1, fault=(fault.split(",")[0], 15))
     assert f"error: rank 1 failed: {message}" in job.stderr, job.describe()
     assert "Traceback" not in job.stderr  # an expected error: the sentence is enough
     assert job.leftovers == [], "torch's error files are removed"
