@@ -3,25 +3,20 @@ too, at 1280 and 390 px, and search, the language switch, the palette toggle and
 (Material's own JS aside)."""
 
 import contextlib
-import functools
-import http.server
 import io
 import json
 import os
-import re
 import shutil
-import threading
 import time
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import unquote
 
 import pytest
-from conftest import ROOT, SUB_PATH, nav_pages
+from conftest import PUBLISHED, ROOT, SUB_PATH, nav_pages
 from mkdocs.utils.yaml import yaml_load
 
 from tools.editions import CHINESE, EDITIONS, ENGLISH
 
-HOST = "127.0.0.1"
 INSTALL_HINT = ("install it with `sudo apt-get install -y chromium-headless-shell` (or chromium; or run "
                 ".ci/install-browser.sh), and `pip install -r requirements.txt`; `playwright install` is never needed. "
                 "CHROMIUM=/path/to/it picks another.")
@@ -44,7 +39,7 @@ except ImportError:
 
 DESKTOP = {"width": 1280, "height": 900}
 PHONE = {"width": 390, "height": 844}
-OK_STATUS = {200, 304}  # 304: the browser revalidated its cached copy of an asset
+SITE_URL = yaml_load((ROOT / ENGLISH.config).read_text())["site_url"]  # where the site is built for and served
 QUIET_S = 0.2  # Playwright's "networkidle" waits 500 ms, which was a fifth of this file's time
 PAGES = [page for edition in EDITIONS.values() for page in nav_pages(edition)]  # so that a new page is checked
 PAGES += [("overrides/404.html", f"{edition.prefix}404.html") for edition in EDITIONS.values()]  # and the 404 pages
@@ -57,16 +52,19 @@ CHECKS = "\n".join(path.read_text() for path in sorted((ROOT / "tests" / "browse
 
 
 class Events:
-    """What the watched tabs did wrong (each problem once, in order) since `problems.clear()`; requests in flight."""
+    """A built site served from its folder at its own address, as a static host serves it (an unknown path: its
+    404.html, with status 404); what the watched tabs did wrong (each problem once, in order) since
+    `problems.clear()`; requests in flight."""
 
-    def __init__(self):
+    def __init__(self, site: Path, url: str):
+        self.site, self.url = site, url
         self.problems = {}  # an ordered set: a resource the page asks for twice fails twice
         self.in_flight = set()  # not cleared with the problems: a request started before it ends after it
         self.last_activity = time.monotonic()  # when a request last started or ended
 
     def watch(self, browser, **options):
-        """A watched tab in a new context (a desktop's window, the checks in each page); other hosts blocked."""
-        context = browser.new_context(viewport=DESKTOP, service_workers="block", **options)
+        """A watched tab in a new context (a desktop's window, the checks in each page); other addresses blocked."""
+        context = browser.new_context(viewport=DESKTOP, service_workers="block", base_url=self.url, **options)
         context.add_init_script(CHECKS)
         context.set_default_timeout(15_000)
         context.route("**/*", self.route)
@@ -77,11 +75,13 @@ class Events:
         return tab
 
     def route(self, route):
-        if urlsplit(route.request.url).hostname == HOST:
-            route.continue_()
-        else:
-            self.problems[f"request to another host (blocked): {route.request.url}"] = None
-            route.abort("blockedbyclient")
+        url = route.request.url.split("#")[0].split("?")[0]
+        if not url.startswith(self.url):
+            self.problems[f"request outside the site (blocked): {route.request.url}"] = None
+            return route.abort("blockedbyclient")
+        path = self.site / unquote(url.removeprefix(self.url))
+        path = path / "index.html" if path.is_dir() else path
+        route.fulfill(path=path) if path.is_file() else route.fulfill(status=404, path=self.site / "404.html")
 
     def started(self, request):
         self.in_flight.add(request)
@@ -90,11 +90,11 @@ class Events:
     def ended(self, request):
         self.in_flight.discard(request)
         self.last_activity = time.monotonic()
-        if request.failure and urlsplit(request.url).hostname == HOST:  # outside requests are reported as such
+        if request.failure and request.url.startswith(self.url):  # requests outside are reported as such
             self.problems[f"request failed: {request.url} ({request.failure})"] = None
 
     def answered(self, response):
-        if response.status not in OK_STATUS:
+        if response.status != 200:
             self.problems[f"bad response: {response.status} {response.url}"] = None
 
     def console(self, message):
@@ -141,50 +141,14 @@ def launch_browser(launch_browser, browser_type_launch_args):
     return launch
 
 
-class QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format, *args): pass  # no line per request
-
-
-@contextlib.contextmanager
-def serving(directory: Path):
-    """`directory` served on 127.0.0.1 at a free port, in a thread; yields its address."""
-    server = http.server.ThreadingHTTPServer((HOST, 0), functools.partial(QuietHandler, directory=directory))
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://{HOST}:{server.server_address[1]}/"
-    finally:
-        server.shutdown()
-        server.server_close()
+@pytest.fixture(scope="session")
+def events(built_site) -> Events:
+    return Events(built_site, SITE_URL)
 
 
 @pytest.fixture(scope="session")
-def site_url(built_site):
-    with serving(built_site) as url:
-        yield url
-
-
-@pytest.fixture(scope="session")
-def published_url(browser, published_site):  # the browser first: without one, the site is not built
-    """The site built as the Pages workflow builds it, served under /project/ as GitHub Pages serves it."""
-    with serving(published_site) as url:
-        yield f"{url}{SUB_PATH}/"
-
-
-@pytest.fixture(scope="session")
-def events() -> Events:
-    return Events()
-
-
-@pytest.fixture(scope="session")
-def session_tab(browser, site_url, events):  # the browser first: without one, the site is not built
-    tab = events.watch(browser, color_scheme="light", base_url=site_url)
-    # The language switch reads the other edition's sitemap, which names the site_url it was built for: this one.
-    built_for = yaml_load((ROOT / ENGLISH.config).read_text())["site_url"]
-
-    def rebased_sitemap(route):
-        sitemap = route.fetch()
-        route.fulfill(response=sitemap, body=sitemap.text().replace(built_for, site_url))
-    tab.context.route("**/sitemap.xml", rebased_sitemap)  # after the events' route, which it overrides
+def session_tab(browser, events):  # the browser first: without one, the site is not built
+    tab = events.watch(browser, color_scheme="light")
     yield tab
     tab.context.close()
 
@@ -317,13 +281,13 @@ SEARCHES = [(prefix, query, pages) for prefix, searches in {
 
 
 @pytest.mark.parametrize(("edition", "query", "expected"), SEARCHES, ids=[f"{e}{q}" for e, q, _ in SEARCHES])
-def test_search_finds_what_readers_type_on_its_page(tab, events, site_url, edition, query, expected):
+def test_search_finds_what_readers_type_on_its_page(tab, events, edition, query, expected):
     problems = open_page(tab, edition)
     tab.keyboard.press("/")  # Material's shortcut; clicking the search field does the same
     if not tab.locator("input.md-search__input:focus").count():
         tab.locator("label.md-search__icon").first.click()
     pages = expected if isinstance(expected, tuple) else (expected,)
-    problems += search_finds(tab, query, *(f"{site_url}{edition}{page}/" for page in pages), first=expected == A93)
+    problems += search_finds(tab, query, *(f"{SITE_URL}{edition}{page}/" for page in pages), first=expected == A93)
     problems += tab.evaluate("scriptsInPreviews", query) + events.settled(tab)
     assert not problems, "\n".join(problems)
 
@@ -337,7 +301,7 @@ def test_the_language_switch_and_the_palette_toggle_speak_the_editions_words(tab
         events.problems.clear()
         tab.locator(".md-header .md-select").hover()  # the menu opens on hover (and on focus)
         tab.locator(f".md-select__link[hreflang={edition.language}]").click()
-        expect(tab).to_have_url(re.compile(rf"//{HOST}:\d+/{re.escape(edition.prefix + page)}$"))
+        expect(tab).to_have_url(f"{SITE_URL}{edition.prefix}{page}")
         expect(tab.locator("html")).to_have_attribute("lang", edition.language)
         expect(tab.locator(".md-content h1")).to_contain_text("A.6")
         toggle = tab.locator("form[data-md-component=palette] label:visible")
@@ -347,12 +311,11 @@ def test_the_language_switch_and_the_palette_toggle_speak_the_editions_words(tab
     assert not problems, "\n".join(problems)
 
 
-def test_404_page_under_a_sub_path_has_search_and_the_contents(browser, published_site, published_url):
-    tab = (events := Events()).watch(browser)
+def test_404_page_under_a_sub_path_has_search_and_the_contents(browser, published_site):
+    published_url = PUBLISHED["SITE_URL"]  # served as GitHub Pages serves it: an unknown path gets 404.html
+    tab = (events := Events(published_site / SUB_PATH, published_url)).watch(browser)
     with tab.context:
         missing = f"{published_url}no/such/page/"
-        # What GitHub Pages answers at an address it does not know: the site's 404.html, with status 404.
-        tab.route(missing, lambda route: route.fulfill(status=404, path=published_site / SUB_PATH / "404.html"))
         response = tab.goto(missing, wait_until="networkidle")
         assert response.status == 404, f"{missing} answered {response.status}, not 404"
         # Styled (an unstyled header is a plain block): fails with its scripts when asked for at the domain's root.
