@@ -117,7 +117,7 @@ class Events:
 
 
 @pytest.fixture(scope="session")
-def browser_type_launch_args(browser_type_launch_args) -> dict:
+def browser(browser_type, browser_type_launch_args):
     """The system's Chromium: $CHROMIUM, else the headless shell (a quarter less CPU than Chromium), else Chromium."""
     names = [os.environ["CHROMIUM"]] if os.environ.get("CHROMIUM") else [
         "chromium-headless-shell", "chromium", "chromium-browser", "google-chrome", "google-chrome-stable"]
@@ -125,40 +125,28 @@ def browser_type_launch_args(browser_type_launch_args) -> dict:
     path = next(filter(None, (shutil.which(name, path=search_path) for name in names)), None)
     if not path:
         cannot_run(f"Chromium is not installed (no executable {' or '.join(names)} on PATH or in /usr/bin)")
-    # Playwright adds the rest: --headless, --no-sandbox, --disable-dev-shm-usage, no background networking.
-    return {**browser_type_launch_args, "executable_path": path, "args": ["--disable-gpu"]}
+    try:  # Playwright adds the rest: --headless, --no-sandbox, --disable-dev-shm-usage, no background networking
+        browser = browser_type.launch(**browser_type_launch_args, executable_path=path, args=["--disable-gpu"])
+    except PlaywrightError as error:
+        pytest.fail(f"Chromium at {path} did not start: {error}\nTo fix it, {INSTALL_HINT}", pytrace=False)
+    yield browser
+    browser.close()
 
 
 @pytest.fixture(scope="session")
-def launch_browser(launch_browser, browser_type_launch_args):
-    """pytest-playwright's, saying what to do when the Chromium found does not start."""
-    def launch(**options):
-        try:
-            return launch_browser(**options)
-        except PlaywrightError as error:
-            pytest.fail(f"Chromium at {browser_type_launch_args['executable_path']} did not start: {error}\n"
-                        f"To fix it, {INSTALL_HINT}", pytrace=False)
-    return launch
-
-
-@pytest.fixture(scope="session")
-def events(built_site) -> Events:
-    return Events(built_site, SITE_URL)
-
-
-@pytest.fixture(scope="session")
-def session_tab(browser, events):  # the browser first: without one, the site is not built
-    tab = events.watch(browser, color_scheme="light")
-    yield tab
-    tab.context.close()
+def events(browser, built_site) -> Events:  # the browser first: without one, the site is not built
+    events = Events(built_site, SITE_URL)
+    events.tab = events.watch(browser, color_scheme="light")
+    yield events
+    events.tab.context.close()
 
 
 @pytest.fixture
-def tab(session_tab, events):
+def tab(events):
     """The session's one tab, at the desktop's width, with a fresh record of what it sees."""
-    session_tab.set_viewport_size(DESKTOP)
+    events.tab.set_viewport_size(DESKTOP)
     events.problems.clear()
-    return session_tab
+    return events.tab
 
 
 def open_page(tab, url: str) -> list[str]:
