@@ -44,7 +44,8 @@ QUIET_S = 0.2  # Playwright's "networkidle" waits 500 ms, which was a fifth of t
 PAGES = [page for edition in EDITIONS.values() for page in nav_pages(edition)]  # so that a new page is checked
 PAGES += [("overrides/404.html", f"{edition.prefix}404.html") for edition in EDITIONS.values()]  # and the 404 pages
 # Pages with checks of their own: A.9.3 fits a phone; Tab through content tabs, notebook cells; outputs of one line.
-A93_PAGES = {f"{e.prefix}a9-{page}/" for e in EDITIONS.values() for page in ("multi-gpu-training", "ddp-in-practice")}
+A93 = ("a9-multi-gpu-training", "a9-ddp-in-practice")
+A93_PAGES = {f"{edition.prefix}{page}/" for edition in EDITIONS.values() for page in A93}
 FOCUS_PAGES, OUTPUTS_PAGE = {"setup/", "notebooks/code-part2/"}, "a2-understanding-tensors/"
 assert A93_PAGES | FOCUS_PAGES | {OUTPUTS_PAGE} <= {url for _, url in PAGES}, "a page checked on its own left the nav"
 # The checks made inside the pages, as functions that return the problems they find; the tests call them by name.
@@ -52,9 +53,8 @@ CHECKS = "\n".join(path.read_text() for path in sorted((ROOT / "tests" / "browse
 
 
 class Events:
-    """A built site served from its folder at its own address, as a static host serves it (an unknown path: its
-    404.html, with status 404); what the watched tabs did wrong (each problem once, in order) since
-    `problems.clear()`; requests in flight."""
+    """A built site served from its folder at its address as a static host serves it (an unknown path: 404.html, with
+    status 404); what the watched tabs did wrong (each problem once, in order) since `problems.clear()`."""
 
     def __init__(self, site: Path, url: str):
         self.site, self.url = site, url
@@ -99,9 +99,8 @@ class Events:
 
     def console(self, message):
         if message.type == "error":
-            url = (message.location or {}).get("url")
-            where = f" [{url}:{message.location.get('lineNumber')}]" if url else ""
-            self.problems[f"console error: {message.text}{where}"] = None
+            url, line = message.location.get("url"), message.location.get("lineNumber")
+            self.problems[f"console error: {message.text}" + (f" [{url}:{line}]" if url else "")] = None
 
     def page_error(self, error):
         self.problems[f"uncaught page error: {error}"] = None
@@ -149,13 +148,11 @@ def tab(events):
     return events.tab
 
 
-def open_page(tab, url: str) -> list[str]:
-    """Go to `url` (relative to the site) and wait until the theme has set it up; problems of the document."""
-    response = tab.goto(url, wait_until="load")
+def open_page(tab, url: str):
+    """Go to `url` (relative to the site) and wait until the theme has set it up (its status: in the events)."""
+    tab.goto(url)
     with contextlib.suppress(AssertionError):  # Material mounts copy buttons just after load; the checks say if not
         expect(tab.locator(".md-content pre:not(:has([data-clipboard-target]))>code:not(.no-copy *)")).to_have_count(0)
-    return [] if response and response.status == 200 else [
-        f"the page itself answered {response.status if response else 'nothing'}"]
 
 
 # Beside an output line that does not wrap, the bar marking continued lines draws nothing (judged by the pixels).
@@ -218,8 +215,8 @@ def test_page_works_in_a_browser(tab, events, axe_script, pytestconfig, output_p
     """Each page at the desktop's width, at the phone's (laid out anew, not loaded again), then with axe-core."""
     stored = sum(1 for cell in json.loads((ROOT / source).read_text())["cells"]  # code cells with outputs
                  if cell["cell_type"] == "code" and cell.get("outputs")) if source.endswith(".ipynb") else None
-    problems = open_page(tab, url) + tab.evaluate("inspectPage", [source, stored, url in A93_PAGES])
-    problems += events.settled(tab)
+    open_page(tab, url)
+    problems = tab.evaluate("inspectPage", [source, stored, url in A93_PAGES]) + events.settled(tab)
     events.problems.clear()  # what it did at the desktop's width is reported already
     tab.set_viewport_size(PHONE)  # the diagrams: their narrow variants now
     on_a_phone = tab.evaluate("inspectPhone", url in A93_PAGES) + events.settled(tab) + tab.evaluate("textContrast")
@@ -255,7 +252,6 @@ def search_finds(tab, query: str, *page_urls: str, first: bool = False) -> list[
     return []
 
 
-A93 = ("a9-multi-gpu-training", "a9-ddp-in-practice")
 # What a reader types, in their edition: the page that explains it (Chinese words: only if jieba split the text).
 # The words Chinese readers search for multi-GPU training list A.9.3 (either page) first.
 SEARCHES = [(prefix, query, pages) for prefix, searches in {
@@ -270,12 +266,12 @@ SEARCHES = [(prefix, query, pages) for prefix, searches in {
 
 @pytest.mark.parametrize(("edition", "query", "expected"), SEARCHES, ids=[f"{e}{q}" for e, q, _ in SEARCHES])
 def test_search_finds_what_readers_type_on_its_page(tab, events, edition, query, expected):
-    problems = open_page(tab, edition)
+    open_page(tab, edition)
     tab.keyboard.press("/")  # Material's shortcut; clicking the search field does the same
     if not tab.locator("input.md-search__input:focus").count():
         tab.locator("label.md-search__icon").first.click()
     pages = expected if isinstance(expected, tuple) else (expected,)
-    problems += search_finds(tab, query, *(f"{SITE_URL}{edition}{page}/" for page in pages), first=expected == A93)
+    problems = search_finds(tab, query, *(f"{SITE_URL}{edition}{page}/" for page in pages), first=expected == A93)
     problems += tab.evaluate("scriptsInPreviews", query) + events.settled(tab)
     assert not problems, "\n".join(problems)
 
@@ -283,7 +279,8 @@ def test_search_finds_what_readers_type_on_its_page(tab, events, edition, query,
 def test_the_language_switch_and_the_palette_toggle_speak_the_editions_words(tab, events):
     """The header's language menu leads to the same page in the other edition, whose palette toggle speaks its words."""
     page = "a6-efficient-data-loaders/"
-    problems = open_page(tab, page)
+    open_page(tab, page)
+    problems = []
     for edition in (CHINESE, ENGLISH):
         problems += events.settled(tab)  # leaving earlier would abort what is still loading
         events.problems.clear()
