@@ -12,11 +12,10 @@ window.inspectPage = ([source, stored, a93]) => {
       const name = `code block ${i + 1} ${snippet(code.textContent)}`;
       const button = code.parentElement.querySelector(
         "button:is(.md-clipboard, [data-md-type=copy])[data-clipboard-target]");
-      const target = button && document.querySelector(button.dataset.clipboardTarget);
       return !button ? `${name} has no copy button`
-        : !target ? `${name}: its copy button's target ${button.dataset.clipboardTarget} is missing`
-        : !target.textContent.trim() ? `${name}: its copy button's target is empty`
-        : target !== code && `${name}: its copy button copies another element`;
+        : document.querySelector(button.dataset.clipboardTarget) !== code
+          ? `${name}: its copy button copies ${button.dataset.clipboardTarget}, which is not this block`
+        : !code.textContent.trim() && `${name}: its copy button's target is empty`;
     }),
     // Math: MathML rendered at build time must be laid out (hidden tabs and closed details aside).
     ...each(content.querySelectorAll("math"), (math, i) => [
