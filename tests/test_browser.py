@@ -53,9 +53,8 @@ CHECKS = "\n".join(path.read_text() for path in sorted((ROOT / "tests" / "browse
 
 
 class Events:
-    """A built site served to `page` from its folder at its address as a static host serves it (an unknown path:
-    404.html, with status 404), other addresses blocked, the checks in each page; what the page did wrong (each problem
-    once, in order) since `problems.clear()`."""
+    """Serves `page` the site in `site` at `url` as a static host does (a missing path: 404.html, status 404), nothing
+    else; puts the checks in each page; what the page did wrong (each problem once, in order) since problems.clear()."""
 
     def __init__(self, site: Path, url: str, page):
         self.site, self.url = site, url
@@ -128,12 +127,17 @@ def browser(browser_type, browser_type_launch_args):
 
 
 @pytest.fixture(scope="session")
+def base_url() -> str:  # where pytest-playwright's pages open a relative URL
+    return SITE_URL
+
+
+@pytest.fixture(scope="session")
 def browser_context_args(browser_context_args) -> dict:  # pytest-playwright's `page` is in a context of these
-    return {**browser_context_args, "viewport": DESKTOP, "service_workers": "block", "base_url": SITE_URL}
+    return {**browser_context_args, "viewport": DESKTOP, "service_workers": "block"}
 
 
 @pytest.fixture
-def events(page, built_site) -> Events:  # pytest-playwright's page, watched; its browser first: without one, no build
+def events(page, built_site) -> Events:  # the page (so the browser) first: without a browser, the site is not built
     return Events(built_site, SITE_URL, page)
 
 
@@ -204,8 +208,7 @@ def test_page_works_in_a_browser(page, events, source, url):
 
 
 def search_finds(page, query: str, *page_urls: str, first: bool = False) -> list[str]:
-    """Type `query` into the open search field; [] once a result (the first, if `first`) links to one of `page_urls`,
-    else the problem."""
+    """Types `query` in the open search field: [] once a result (the first, if `first`) links to one of `page_urls`."""
     search_field = page.locator("input.md-search__input")
     search_field.fill(query)
     search_field.press("End")  # Material reads the query on keyup: one keyup, one search
