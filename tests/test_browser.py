@@ -53,11 +53,12 @@ CHECKS = "\n".join(path.read_text() for path in sorted((ROOT / "tests" / "browse
 
 
 class Events:
-    """Serves `page` the site in `site` at `url` as a static host does (a missing path: 404.html, status 404), nothing
-    else; puts the checks in each page; what the page did wrong (each problem once, in order) since problems.clear()."""
+    """A tab served the site in `site` at `url` as a static host serves it (a missing path: 404.html, status 404), and
+    nothing else; the checks in each page; what it did wrong (each problem once, in order) since `problems.clear()`."""
 
-    def __init__(self, site: Path, url: str, page):
+    def __init__(self, browser, site: Path, url: str):
         self.site, self.url = site, url
+        self.page = page = browser.new_context(viewport=DESKTOP, service_workers="block", base_url=url).new_page()
         self.problems = {}  # an ordered set: a resource the page asks for twice fails twice
         self.in_flight = set()  # not cleared with the problems: a request started before it ends after it
         self.last_activity = time.monotonic()  # when a request last started or ended
@@ -99,13 +100,13 @@ class Events:
     def page_error(self, error):
         self.problems[f"uncaught page error: {error}"] = None
 
-    def settled(self, page) -> list[str]:
+    def settled(self) -> list[str]:
         """The problems, once the page has loaded and asked for nothing for QUIET_S (or for at most 15 s)."""
-        page.wait_for_load_state("load")
+        self.page.wait_for_load_state("load")
         deadline = time.monotonic() + 15
-        page.wait_for_timeout(50)  # events arrive while Playwright waits
+        self.page.wait_for_timeout(50)  # events arrive while Playwright waits
         while (self.in_flight or time.monotonic() - self.last_activity < QUIET_S) and time.monotonic() < deadline:
-            page.wait_for_timeout(50)
+            self.page.wait_for_timeout(50)
         return list(self.problems) + [f"still loading after 15 s: {request.url}" for request in self.in_flight]
 
 
@@ -127,18 +128,19 @@ def browser(browser_type, browser_type_launch_args):
 
 
 @pytest.fixture(scope="session")
-def base_url() -> str:  # where pytest-playwright's pages open a relative URL
-    return SITE_URL
-
-
-@pytest.fixture(scope="session")
-def browser_context_args(browser_context_args) -> dict:  # pytest-playwright's `page` is in a context of these
-    return {**browser_context_args, "viewport": DESKTOP, "service_workers": "block"}
+def events(browser, built_site) -> Events:  # the browser first: without one, the site is not built
+    """One tab for the session: a page loads faster where the theme's assets were loaded before."""
+    events = Events(browser, built_site, SITE_URL)
+    yield events
+    events.page.context.close()
 
 
 @pytest.fixture
-def events(page, built_site) -> Events:  # the page (so the browser) first: without a browser, the site is not built
-    return Events(built_site, SITE_URL, page)
+def page(events):  # not pytest-playwright's
+    """The session's tab, at the desktop's width, with a fresh record of what it does."""
+    events.page.set_viewport_size(DESKTOP)
+    events.problems.clear()
+    return events.page
 
 
 def open_page(page, url: str):
@@ -192,10 +194,10 @@ def test_page_works_in_a_browser(page, events, source, url):
     stored = sum(1 for cell in json.loads((ROOT / source).read_text())["cells"]  # code cells with outputs
                  if cell["cell_type"] == "code" and cell.get("outputs")) if source.endswith(".ipynb") else None
     open_page(page, url)
-    problems = page.evaluate("inspectPage", [source, stored, url in A93_PAGES]) + events.settled(page)
+    problems = page.evaluate("inspectPage", [source, stored, url in A93_PAGES]) + events.settled()
     events.problems.clear()  # what it did at the desktop's width is reported already
     page.set_viewport_size(PHONE)  # the diagrams: their narrow variants now
-    on_a_phone = page.evaluate("inspectPhone", url in A93_PAGES) + events.settled(page) + page.evaluate("textContrast")
+    on_a_phone = page.evaluate("inspectPhone", url in A93_PAGES) + events.settled() + page.evaluate("textContrast")
     page.add_style_tag(content=NO_TRANSITIONS)
     on_a_phone += marks_beside_unwrapped_lines(page) if url == OUTPUTS_PAGE else []
     problems += [f"at {PHONE['width']} × {PHONE['height']} px: {problem}" for problem in on_a_phone]
@@ -245,7 +247,7 @@ def test_search_finds_what_readers_type_on_its_page(page, events, edition, query
         page.locator("label.md-search__icon").first.click()
     pages = expected if isinstance(expected, tuple) else (expected,)
     problems = search_finds(page, query, *(f"{SITE_URL}{edition}{name}/" for name in pages), first=expected == A93)
-    problems += page.evaluate("scriptsInPreviews", query) + events.settled(page)
+    problems += page.evaluate("scriptsInPreviews", query) + events.settled()
     assert not problems, "\n".join(problems)
 
 
@@ -255,7 +257,7 @@ def test_the_language_switch_and_the_palette_toggle_speak_the_editions_words(pag
     open_page(page, url)
     problems = []
     for edition in (CHINESE, ENGLISH):
-        problems += events.settled(page)  # leaving earlier would abort what is still loading
+        problems += events.settled()  # leaving earlier would abort what is still loading
         events.problems.clear()
         page.locator(".md-header .md-select").hover()  # the menu opens on hover (and on focus)
         page.locator(f".md-select__link[hreflang={edition.language}]").click()
@@ -265,35 +267,36 @@ def test_the_language_switch_and_the_palette_toggle_speak_the_editions_words(pag
         toggle = page.locator("form[data-md-component=palette] label:visible")
         expect(toggle).to_have_attribute("title", edition.words["dark_mode"])
         expect(page.locator(f"#{toggle.get_attribute('for')}")).to_have_attribute("data-md-color-scheme", "slate")
-    problems += events.settled(page)
+    problems += events.settled()
     assert not problems, "\n".join(problems)
 
 
-def test_404_page_under_a_sub_path_has_search_and_the_contents(page, published_site):
+def test_404_page_under_a_sub_path_has_search_and_the_contents(browser, published_site):
     published_url = PUBLISHED["SITE_URL"]  # served as GitHub Pages serves it: an unknown path gets 404.html
-    events = Events(published_site / SUB_PATH, published_url, page)
-    missing = f"{published_url}no/such/page/"
-    response = page.goto(missing, wait_until="networkidle")
-    assert response.status == 404, f"{missing} answered {response.status}, not 404"
-    # Styled (an unstyled header is a plain block): fails with its scripts when asked for at the domain's root.
-    expect(page.locator("header.md-header"), f"the 404 page at {missing} is unstyled, its assets did not "
-           f"load: {list(events.problems)} (is site_url read from SITE_URL?)").to_have_css("position", "sticky")
-    # The way back: links to every page of the nav, and (for a reader of the Chinese edition) to its home page.
-    links = set(page.locator(".md-content li a").evaluate_all("hrefs"))
-    problems = [f"the contents on the 404 page have no link to {published_url}{url}"
-                for _, url in nav_pages(ENGLISH) if f"{published_url}{url}" not in links]
-    chinese_home = page.locator(f'.md-content a[hreflang="{CHINESE.language}"]').evaluate_all("hrefs")
-    if chinese_home != [f"{published_url}{CHINESE.prefix}"]:
-        problems.append(f"the 404 page links the Chinese edition's home as {chinese_home}")
-    # Its search finds a page under the sub-path; a link of the contents leads there (by instant navigation).
-    page.locator(".md-content [data-search-button]").click()
-    expect(page.locator("input.md-search__input")).to_be_focused()
-    problems += search_finds(page, "state_dict", f"{published_url}a8-saving-and-loading-models/")
-    page.keyboard.press("Escape")
-    page.locator(".md-content li a[href$='/a8-saving-and-loading-models/']").click()
-    expect(page).to_have_url(f"{published_url}a8-saving-and-loading-models/")
-    expect(page.locator(".md-content h1")).to_contain_text("A.8")
-    # Less the 404 itself: its response, and the console's note of it (a network error: line 0).
-    the_404 = (f"bad response: 404 {missing}", f"[{missing}:0]")
-    problems += [problem for problem in events.settled(page) if not problem.endswith(the_404)]
-    assert not problems, f"404 page at {missing}:\n  " + "\n  ".join(problems)
+    page = (events := Events(browser, published_site / SUB_PATH, published_url)).page
+    with page.context:
+        missing = f"{published_url}no/such/page/"
+        response = page.goto(missing, wait_until="networkidle")
+        assert response.status == 404, f"{missing} answered {response.status}, not 404"
+        # Styled (an unstyled header is a plain block): fails with its scripts when asked for at the domain's root.
+        expect(page.locator("header.md-header"), f"the 404 page at {missing} is unstyled, its assets did not "
+               f"load: {list(events.problems)} (is site_url read from SITE_URL?)").to_have_css("position", "sticky")
+        # The way back: links to every page of the nav, and (for a reader of the Chinese edition) to its home page.
+        links = set(page.locator(".md-content li a").evaluate_all("hrefs"))
+        problems = [f"the contents on the 404 page have no link to {published_url}{url}"
+                    for _, url in nav_pages(ENGLISH) if f"{published_url}{url}" not in links]
+        chinese_home = page.locator(f'.md-content a[hreflang="{CHINESE.language}"]').evaluate_all("hrefs")
+        if chinese_home != [f"{published_url}{CHINESE.prefix}"]:
+            problems.append(f"the 404 page links the Chinese edition's home as {chinese_home}")
+        # Its search finds a page under the sub-path; a link of the contents leads there (by instant navigation).
+        page.locator(".md-content [data-search-button]").click()
+        expect(page.locator("input.md-search__input")).to_be_focused()
+        problems += search_finds(page, "state_dict", f"{published_url}a8-saving-and-loading-models/")
+        page.keyboard.press("Escape")
+        page.locator(".md-content li a[href$='/a8-saving-and-loading-models/']").click()
+        expect(page).to_have_url(f"{published_url}a8-saving-and-loading-models/")
+        expect(page.locator(".md-content h1")).to_contain_text("A.8")
+        # Less the 404 itself: its response, and the console's note of it (a network error: line 0).
+        the_404 = (f"bad response: 404 {missing}", f"[{missing}:0]")
+        problems += [problem for problem in events.settled() if not problem.endswith(the_404)]
+        assert not problems, f"404 page at {missing}:\n  " + "\n  ".join(problems)
