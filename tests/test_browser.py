@@ -3,25 +3,20 @@ too, at 1280 and 390 px, and search, the language switch, the palette toggle and
 (Material's own JS aside)."""
 
 import contextlib
-import functools
-import http.server
 import io
 import json
 import os
-import re
 import shutil
-import threading
 import time
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import unquote
 
 import pytest
-from conftest import ROOT, SUB_PATH, nav_pages
+from conftest import PUBLISHED, ROOT, SUB_PATH, nav_pages
 from mkdocs.utils.yaml import yaml_load
 
 from tools.editions import CHINESE, EDITIONS, ENGLISH
 
-HOST = "127.0.0.1"
 INSTALL_HINT = ("install it with `sudo apt-get install -y chromium-headless-shell` (or chromium; or run "
                 ".ci/install-browser.sh), and `pip install -r requirements.txt`; `playwright install` is never needed. "
                 "CHROMIUM=/path/to/it picks another.")
@@ -44,12 +39,13 @@ except ImportError:
 
 DESKTOP = {"width": 1280, "height": 900}
 PHONE = {"width": 390, "height": 844}
-OK_STATUS = {200, 304}  # 304: the browser revalidated its cached copy of an asset
+SITE_URL = yaml_load((ROOT / ENGLISH.config).read_text())["site_url"]  # where the site is built for and served
 QUIET_S = 0.2  # Playwright's "networkidle" waits 500 ms, which was a fifth of this file's time
 PAGES = [page for edition in EDITIONS.values() for page in nav_pages(edition)]  # so that a new page is checked
 PAGES += [("overrides/404.html", f"{edition.prefix}404.html") for edition in EDITIONS.values()]  # and the 404 pages
 # Pages with checks of their own: A.9.3 fits a phone; Tab through content tabs, notebook cells; outputs of one line.
-A93_PAGES = {f"{e.prefix}a9-{page}/" for e in EDITIONS.values() for page in ("multi-gpu-training", "ddp-in-practice")}
+A93 = ("a9-multi-gpu-training", "a9-ddp-in-practice")
+A93_PAGES = {f"{edition.prefix}{page}/" for edition in EDITIONS.values() for page in A93}
 FOCUS_PAGES, OUTPUTS_PAGE = {"setup/", "notebooks/code-part2/"}, "a2-understanding-tensors/"
 assert A93_PAGES | FOCUS_PAGES | {OUTPUTS_PAGE} <= {url for _, url in PAGES}, "a page checked on its own left the nav"
 # The checks made inside the pages, as functions that return the problems they find; the tests call them by name.
@@ -57,31 +53,30 @@ CHECKS = "\n".join(path.read_text() for path in sorted((ROOT / "tests" / "browse
 
 
 class Events:
-    """What the watched tabs did wrong (each problem once, in order) since `problems.clear()`; requests in flight."""
+    """A tab served the site in `site` at `url` as a static host serves it (a missing path: 404.html, status 404), and
+    nothing else; the checks in each page; what it did wrong (each problem once, in order) since `problems.clear()`."""
 
-    def __init__(self):
+    def __init__(self, browser, site: Path, url: str):
+        self.site, self.url = site, url
+        self.page = page = browser.new_context(viewport=DESKTOP, service_workers="block", base_url=url).new_page()
         self.problems = {}  # an ordered set: a resource the page asks for twice fails twice
         self.in_flight = set()  # not cleared with the problems: a request started before it ends after it
         self.last_activity = time.monotonic()  # when a request last started or ended
-
-    def watch(self, browser, **options):
-        """A watched tab in a new context (a desktop's window, the checks in each page); other hosts blocked."""
-        context = browser.new_context(viewport=DESKTOP, service_workers="block", **options)
-        context.add_init_script(CHECKS)
-        context.set_default_timeout(15_000)
-        context.route("**/*", self.route)
-        tab = context.new_page()
+        page.add_init_script(CHECKS)
+        page.set_default_timeout(15_000)
+        page.route("**/*", self.route)
         for event, handler in dict(request=self.started, requestfinished=self.ended, requestfailed=self.ended,
                                    response=self.answered, console=self.console, pageerror=self.page_error).items():
-            tab.on(event, handler)
-        return tab
+            page.on(event, handler)
 
     def route(self, route):
-        if urlsplit(route.request.url).hostname == HOST:
-            route.continue_()
-        else:
-            self.problems[f"request to another host (blocked): {route.request.url}"] = None
-            route.abort("blockedbyclient")
+        url = route.request.url.split("?")[0]
+        if not url.startswith(self.url):
+            self.problems[f"request outside the site (blocked): {route.request.url}"] = None
+            return route.abort("blockedbyclient")
+        path = self.site / unquote(url.removeprefix(self.url))
+        path = path / "index.html" if path.is_dir() else path
+        route.fulfill(path=path) if path.is_file() else route.fulfill(status=404, path=self.site / "404.html")
 
     def started(self, request):
         self.in_flight.add(request)
@@ -90,34 +85,33 @@ class Events:
     def ended(self, request):
         self.in_flight.discard(request)
         self.last_activity = time.monotonic()
-        if request.failure and urlsplit(request.url).hostname == HOST:  # outside requests are reported as such
+        if request.failure and request.url.startswith(self.url):  # requests outside are reported as such
             self.problems[f"request failed: {request.url} ({request.failure})"] = None
 
     def answered(self, response):
-        if response.status not in OK_STATUS:
+        if response.status != 200:
             self.problems[f"bad response: {response.status} {response.url}"] = None
 
     def console(self, message):
         if message.type == "error":
-            url = (message.location or {}).get("url")
-            where = f" [{url}:{message.location.get('lineNumber')}]" if url else ""
-            self.problems[f"console error: {message.text}{where}"] = None
+            url, line = message.location.get("url"), message.location.get("lineNumber")
+            self.problems[f"console error: {message.text}" + (f" [{url}:{line}]" if url else "")] = None
 
     def page_error(self, error):
         self.problems[f"uncaught page error: {error}"] = None
 
-    def settled(self, tab) -> list[str]:
+    def settled(self) -> list[str]:
         """The problems, once the page has loaded and asked for nothing for QUIET_S (or for at most 15 s)."""
-        tab.wait_for_load_state("load")
+        self.page.wait_for_load_state("load")
         deadline = time.monotonic() + 15
-        tab.wait_for_timeout(50)  # events arrive while Playwright waits
+        self.page.wait_for_timeout(50)  # events arrive while Playwright waits
         while (self.in_flight or time.monotonic() - self.last_activity < QUIET_S) and time.monotonic() < deadline:
-            tab.wait_for_timeout(50)
+            self.page.wait_for_timeout(50)
         return list(self.problems) + [f"still loading after 15 s: {request.url}" for request in self.in_flight]
 
 
 @pytest.fixture(scope="session")
-def browser_type_launch_args(browser_type_launch_args) -> dict:
+def browser(browser_type, browser_type_launch_args):
     """The system's Chromium: $CHROMIUM, else the headless shell (a quarter less CPU than Chromium), else Chromium."""
     names = [os.environ["CHROMIUM"]] if os.environ.get("CHROMIUM") else [
         "chromium-headless-shell", "chromium", "chromium-browser", "google-chrome", "google-chrome-stable"]
@@ -125,96 +119,46 @@ def browser_type_launch_args(browser_type_launch_args) -> dict:
     path = next(filter(None, (shutil.which(name, path=search_path) for name in names)), None)
     if not path:
         cannot_run(f"Chromium is not installed (no executable {' or '.join(names)} on PATH or in /usr/bin)")
-    # Playwright adds the rest: --headless, --no-sandbox, --disable-dev-shm-usage, no background networking.
-    return {**browser_type_launch_args, "executable_path": path, "args": ["--disable-gpu"]}
+    try:  # Playwright adds the rest: --headless, --no-sandbox, --disable-dev-shm-usage, no background networking
+        browser = browser_type.launch(**browser_type_launch_args, executable_path=path, args=["--disable-gpu"])
+    except PlaywrightError as error:
+        pytest.fail(f"Chromium at {path} did not start: {error}\nTo fix it, {INSTALL_HINT}", pytrace=False)
+    yield browser
+    browser.close()
 
 
 @pytest.fixture(scope="session")
-def launch_browser(launch_browser, browser_type_launch_args):
-    """pytest-playwright's, saying what to do when the Chromium found does not start."""
-    def launch(**options):
-        try:
-            return launch_browser(**options)
-        except PlaywrightError as error:
-            pytest.fail(f"Chromium at {browser_type_launch_args['executable_path']} did not start: {error}\n"
-                        f"To fix it, {INSTALL_HINT}", pytrace=False)
-    return launch
-
-
-class QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format, *args): pass  # no line per request
-
-
-@contextlib.contextmanager
-def serving(directory: Path):
-    """`directory` served on 127.0.0.1 at a free port, in a thread; yields its address."""
-    server = http.server.ThreadingHTTPServer((HOST, 0), functools.partial(QuietHandler, directory=directory))
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://{HOST}:{server.server_address[1]}/"
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
-@pytest.fixture(scope="session")
-def site_url(built_site):
-    with serving(built_site) as url:
-        yield url
-
-
-@pytest.fixture(scope="session")
-def published_url(browser, published_site):  # the browser first: without one, the site is not built
-    """The site built as the Pages workflow builds it, served under /project/ as GitHub Pages serves it."""
-    with serving(published_site) as url:
-        yield f"{url}{SUB_PATH}/"
-
-
-@pytest.fixture(scope="session")
-def events() -> Events:
-    return Events()
-
-
-@pytest.fixture(scope="session")
-def session_tab(browser, site_url, events):  # the browser first: without one, the site is not built
-    tab = events.watch(browser, color_scheme="light", base_url=site_url)
-    # The language switch reads the other edition's sitemap, which names the site_url it was built for: this one.
-    built_for = yaml_load((ROOT / ENGLISH.config).read_text())["site_url"]
-
-    def rebased_sitemap(route):
-        sitemap = route.fetch()
-        route.fulfill(response=sitemap, body=sitemap.text().replace(built_for, site_url))
-    tab.context.route("**/sitemap.xml", rebased_sitemap)  # after the events' route, which it overrides
-    yield tab
-    tab.context.close()
+def events(browser, built_site) -> Events:  # the browser first: without one, the site is not built
+    """One tab for the session: a page loads faster where the theme's assets were loaded before."""
+    events = Events(browser, built_site, SITE_URL)
+    yield events
+    events.page.context.close()
 
 
 @pytest.fixture
-def tab(session_tab, events):
-    """The session's one tab, at the desktop's width, with a fresh record of what it sees."""
-    session_tab.set_viewport_size(DESKTOP)
+def page(events):  # not pytest-playwright's
+    """The session's tab, at the desktop's width, with a fresh record of what it does."""
+    events.page.set_viewport_size(DESKTOP)
     events.problems.clear()
-    return session_tab
+    return events.page
 
 
-def open_page(tab, url: str) -> list[str]:
-    """Go to `url` (relative to the site) and wait until the theme has set it up; problems of the document."""
-    response = tab.goto(url, wait_until="load")
+def open_page(page, url: str):
+    """Go to `url` (relative to the site) and wait until the theme has set it up (its status: in the events)."""
+    page.goto(url)
     with contextlib.suppress(AssertionError):  # Material mounts copy buttons just after load; the checks say if not
-        expect(tab.locator(".md-content pre:not(:has([data-clipboard-target]))>code:not(.no-copy *)")).to_have_count(0)
-    return [] if response and response.status == 200 else [
-        f"the page itself answered {response.status if response else 'nothing'}"]
+        expect(page.locator(".md-content pre:not(:has([data-clipboard-target]))>code:not(.no-copy *)")).to_have_count(0)
 
 
 # Beside an output line that does not wrap, the bar marking continued lines draws nothing (judged by the pixels).
 OUTPUT_LINES = ".md-content .highlight.recorded pre > code > span"
 
 
-def marks_beside_unwrapped_lines(tab) -> list[str]:
+def marks_beside_unwrapped_lines(page) -> list[str]:
     from PIL import Image, ImageChops  # matplotlib's dependency: in requirements.txt, not the site's
 
-    lines = tab.evaluate("unwrappedLines", OUTPUT_LINES)
-    marks = ImageChops.difference(*(Image.open(io.BytesIO(tab.screenshot(full_page=True, style=style))).convert("RGB")
+    lines = page.evaluate("unwrappedLines", OUTPUT_LINES)
+    marks = ImageChops.difference(*(Image.open(io.BytesIO(page.screenshot(full_page=True, style=style))).convert("RGB")
                                     for style in (None, f"{OUTPUT_LINES} {{ background: none !important; }}")))
     return [f"a mark beside the output line {text!r}, which does not wrap" for *box, text in lines
             if marks.crop(tuple(map(round, box))).getbbox()] + [
@@ -227,83 +171,62 @@ AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"  # pinned in package.jso
 NO_TRANSITIONS = "*, *::before, *::after { transition: none !important; animation: none !important; }"
 
 
-@pytest.fixture(scope="session")
-def axe_script() -> str:
-    if not AXE.exists():
-        cannot_run(f"axe-core is not installed ({AXE.relative_to(ROOT)} is missing)",
-                   "run `npm ci` in the repository (package-lock.json pins axe-core).")
-    return AXE.read_text()
-
-
 MAX_TAB_STOPS = 250  # more than any page has: the walk stops when focus leaves the page
 
 
-def unringed_tab_stops(tab) -> list[str]:
+def unringed_tab_stops(page) -> list[str]:
     """Pressing Tab from the top of the page: each stop without a focus ring that stands out, in either palette."""
     problems = {}
     for _ in range(MAX_TAB_STOPS):
-        tab.keyboard.press("Tab")
-        if (found := tab.evaluate("focusRing")) is None:  # past the last stop
+        page.keyboard.press("Tab")
+        if (found := page.evaluate("focusRing")) is None:  # past the last stop
             return list(problems)
         problems |= dict.fromkeys(f"pressing Tab, {problem}" for problem in found)
     return [*problems, f"still inside the page after {MAX_TAB_STOPS} Tab presses"]
 
 
-def screenshots(tab, folder: Path):
-    """The page at each width and each diagram light and dark (pytest --screenshot on, or only-on-failure)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    tab.screenshot(path=folder / "desktop.png", full_page=True, animations="disabled")
-    for scheme, shade in (("slate", "dark"), ("default", "light")):
-        tab.evaluate("switchPalette", scheme)
-        for i, figure in enumerate(tab.locator(".md-content figure.diagram").all()):
-            figure.screenshot(path=folder / f"diagram-{i + 1}-{shade}.png", animations="disabled")
-    tab.set_viewport_size(PHONE)
-    tab.screenshot(path=folder / "phone.png", full_page=True, animations="disabled")
-
-
 @pytest.mark.parametrize(("source", "url"), PAGES, ids=[url or "index" for _, url in PAGES])
-def test_page_works_in_a_browser(tab, events, axe_script, pytestconfig, output_path, source, url):
+def test_page_works_in_a_browser(page, events, source, url):
     """Each page at the desktop's width, at the phone's (laid out anew, not loaded again), then with axe-core."""
+    if not AXE.exists():
+        cannot_run(f"axe-core is not installed ({AXE.relative_to(ROOT)} is missing)",
+                   "run `npm ci` in the repository (package-lock.json pins axe-core).")
     stored = sum(1 for cell in json.loads((ROOT / source).read_text())["cells"]  # code cells with outputs
                  if cell["cell_type"] == "code" and cell.get("outputs")) if source.endswith(".ipynb") else None
-    problems = open_page(tab, url) + tab.evaluate("inspectPage", [source, stored, url in A93_PAGES])
-    problems += events.settled(tab)
+    open_page(page, url)
+    problems = page.evaluate("inspectPage", [source, stored, url in A93_PAGES]) + events.settled()
     events.problems.clear()  # what it did at the desktop's width is reported already
-    tab.set_viewport_size(PHONE)  # the diagrams: their narrow variants now
-    on_a_phone = tab.evaluate("inspectPhone", url in A93_PAGES) + events.settled(tab) + tab.evaluate("textContrast")
-    tab.add_style_tag(content=NO_TRANSITIONS)
-    on_a_phone += marks_beside_unwrapped_lines(tab) if url == OUTPUTS_PAGE else []
+    page.set_viewport_size(PHONE)  # the diagrams: their narrow variants now
+    on_a_phone = page.evaluate("inspectPhone", url in A93_PAGES) + events.settled() + page.evaluate("textContrast")
+    page.add_style_tag(content=NO_TRANSITIONS)
+    on_a_phone += marks_beside_unwrapped_lines(page) if url == OUTPUTS_PAGE else []
     problems += [f"at {PHONE['width']} × {PHONE['height']} px: {problem}" for problem in on_a_phone]
-    tab.set_viewport_size(DESKTOP)
-    tab.add_script_tag(content=axe_script)
+    page.set_viewport_size(DESKTOP)
+    page.add_script_tag(path=AXE)
     for scheme in ("slate", "default"):  # light last
-        problems += [f"axe-core, {scheme} palette: {violation}" for violation in tab.evaluate("axeViolations", scheme)]
-    problems += unringed_tab_stops(tab) if url in FOCUS_PAGES else []
-    if (option := pytestconfig.getoption("--screenshot")) == "on" or option == "only-on-failure" and problems:
-        screenshots(tab, Path(output_path))
-    assert not problems, f"{url or 'index'} ({tab.url}):\n  " + "\n  ".join(problems)
+        problems += [f"axe-core, {scheme} palette: {violation}" for violation in page.evaluate("axeViolations", scheme)]
+    problems += unringed_tab_stops(page) if url in FOCUS_PAGES else []
+    assert not problems, f"{url or 'index'} ({page.url}):\n  " + "\n  ".join(problems)
 
 
-def search_finds(tab, query: str, *page_urls: str, first: bool = False) -> list[str]:
-    """Type `query` into the open search field; [] once a result (the first, if `first`) links to one of `page_urls`,
-    else the problem."""
-    search_field = tab.locator("input.md-search__input")
+def search_finds(page, query: str, *page_urls: str, first: bool = False) -> list[str]:
+    """Types `query` in the open search field: [] once a result (the first, if `first`) links to one of `page_urls`."""
+    search_field = page.locator("input.md-search__input")
     search_field.fill(query)
     search_field.press("End")  # Material reads the query on keyup: one keyup, one search
-    links = tab.locator(".md-search-result__item a.md-search-result__link")
-    shown = tab.locator(".md-search-result__item").first.locator("a.md-search-result__link").first if first else links
+    links = page.locator(".md-search-result__item a.md-search-result__link")
+    shown = page.locator(".md-search-result__item").first.locator("a.md-search-result__link").first if first else links
     try:
-        expect(shown.and_(tab.locator(", ".join(f'[href^="{url}"]' for url in page_urls))).first).to_be_attached(
+        expect(shown.and_(page.locator(", ".join(f'[href^="{url}"]' for url in page_urls))).first).to_be_attached(
             timeout=10_000)
     except AssertionError:
-        meta = tab.locator(".md-search-result__meta").inner_text()
+        meta = page.locator(".md-search-result__meta").inner_text()
         found = [href.split("?")[0] for href in links.evaluate_all("hrefs")]
         return [f"searching for {query} does not find {' or '.join(page_urls)}{' first' * first}; it finds "
                 f"{list(dict.fromkeys(found))} (the search says {meta!r})"]
     return []
 
 
-A93 = ("a9-multi-gpu-training", "a9-ddp-in-practice")
 # What a reader types, in their edition: the page that explains it (Chinese words: only if jieba split the text).
 # The words Chinese readers search for multi-GPU training list A.9.3 (either page) first.
 SEARCHES = [(prefix, query, pages) for prefix, searches in {
@@ -317,63 +240,63 @@ SEARCHES = [(prefix, query, pages) for prefix, searches in {
 
 
 @pytest.mark.parametrize(("edition", "query", "expected"), SEARCHES, ids=[f"{e}{q}" for e, q, _ in SEARCHES])
-def test_search_finds_what_readers_type_on_its_page(tab, events, site_url, edition, query, expected):
-    problems = open_page(tab, edition)
-    tab.keyboard.press("/")  # Material's shortcut; clicking the search field does the same
-    if not tab.locator("input.md-search__input:focus").count():
-        tab.locator("label.md-search__icon").first.click()
+def test_search_finds_what_readers_type_on_its_page(page, events, edition, query, expected):
+    open_page(page, edition)
+    page.keyboard.press("/")  # Material's shortcut; clicking the search field does the same
+    if not page.locator("input.md-search__input:focus").count():
+        page.locator("label.md-search__icon").first.click()
     pages = expected if isinstance(expected, tuple) else (expected,)
-    problems += search_finds(tab, query, *(f"{site_url}{edition}{page}/" for page in pages), first=expected == A93)
-    problems += tab.evaluate("scriptsInPreviews", query) + events.settled(tab)
+    problems = search_finds(page, query, *(f"{SITE_URL}{edition}{name}/" for name in pages), first=expected == A93)
+    problems += page.evaluate("scriptsInPreviews", query) + events.settled()
     assert not problems, "\n".join(problems)
 
 
-def test_the_language_switch_and_the_palette_toggle_speak_the_editions_words(tab, events):
+def test_the_language_switch_and_the_palette_toggle_speak_the_editions_words(page, events):
     """The header's language menu leads to the same page in the other edition, whose palette toggle speaks its words."""
-    page = "a6-efficient-data-loaders/"
-    problems = open_page(tab, page)
+    url = "a6-efficient-data-loaders/"
+    open_page(page, url)
+    problems = []
     for edition in (CHINESE, ENGLISH):
-        problems += events.settled(tab)  # leaving earlier would abort what is still loading
+        problems += events.settled()  # leaving earlier would abort what is still loading
         events.problems.clear()
-        tab.locator(".md-header .md-select").hover()  # the menu opens on hover (and on focus)
-        tab.locator(f".md-select__link[hreflang={edition.language}]").click()
-        expect(tab).to_have_url(re.compile(rf"//{HOST}:\d+/{re.escape(edition.prefix + page)}$"))
-        expect(tab.locator("html")).to_have_attribute("lang", edition.language)
-        expect(tab.locator(".md-content h1")).to_contain_text("A.6")
-        toggle = tab.locator("form[data-md-component=palette] label:visible")
+        page.locator(".md-header .md-select").hover()  # the menu opens on hover (and on focus)
+        page.locator(f".md-select__link[hreflang={edition.language}]").click()
+        expect(page).to_have_url(f"{SITE_URL}{edition.prefix}{url}")
+        expect(page.locator("html")).to_have_attribute("lang", edition.language)
+        expect(page.locator(".md-content h1")).to_contain_text("A.6")
+        toggle = page.locator("form[data-md-component=palette] label:visible")
         expect(toggle).to_have_attribute("title", edition.words["dark_mode"])
-        expect(tab.locator(f"#{toggle.get_attribute('for')}")).to_have_attribute("data-md-color-scheme", "slate")
-    problems += events.settled(tab)
+        expect(page.locator(f"#{toggle.get_attribute('for')}")).to_have_attribute("data-md-color-scheme", "slate")
+    problems += events.settled()
     assert not problems, "\n".join(problems)
 
 
-def test_404_page_under_a_sub_path_has_search_and_the_contents(browser, published_site, published_url):
-    tab = (events := Events()).watch(browser)
-    with tab.context:
+def test_404_page_under_a_sub_path_has_search_and_the_contents(browser, published_site):
+    published_url = PUBLISHED["SITE_URL"]  # served as GitHub Pages serves it: an unknown path gets 404.html
+    page = (events := Events(browser, published_site / SUB_PATH, published_url)).page
+    with page.context:
         missing = f"{published_url}no/such/page/"
-        # What GitHub Pages answers at an address it does not know: the site's 404.html, with status 404.
-        tab.route(missing, lambda route: route.fulfill(status=404, path=published_site / SUB_PATH / "404.html"))
-        response = tab.goto(missing, wait_until="networkidle")
+        response = page.goto(missing, wait_until="networkidle")
         assert response.status == 404, f"{missing} answered {response.status}, not 404"
         # Styled (an unstyled header is a plain block): fails with its scripts when asked for at the domain's root.
-        expect(tab.locator("header.md-header"), f"the 404 page at {missing} is unstyled, its assets did not "
+        expect(page.locator("header.md-header"), f"the 404 page at {missing} is unstyled, its assets did not "
                f"load: {list(events.problems)} (is site_url read from SITE_URL?)").to_have_css("position", "sticky")
         # The way back: links to every page of the nav, and (for a reader of the Chinese edition) to its home page.
-        links = set(tab.locator(".md-content li a").evaluate_all("hrefs"))
+        links = set(page.locator(".md-content li a").evaluate_all("hrefs"))
         problems = [f"the contents on the 404 page have no link to {published_url}{url}"
                     for _, url in nav_pages(ENGLISH) if f"{published_url}{url}" not in links]
-        chinese_home = tab.locator(f'.md-content a[hreflang="{CHINESE.language}"]').evaluate_all("hrefs")
+        chinese_home = page.locator(f'.md-content a[hreflang="{CHINESE.language}"]').evaluate_all("hrefs")
         if chinese_home != [f"{published_url}{CHINESE.prefix}"]:
             problems.append(f"the 404 page links the Chinese edition's home as {chinese_home}")
         # Its search finds a page under the sub-path; a link of the contents leads there (by instant navigation).
-        tab.locator(".md-content [data-search-button]").click()
-        expect(tab.locator("input.md-search__input")).to_be_focused()
-        problems += search_finds(tab, "state_dict", f"{published_url}a8-saving-and-loading-models/")
-        tab.keyboard.press("Escape")
-        tab.locator(".md-content li a[href$='/a8-saving-and-loading-models/']").click()
-        expect(tab).to_have_url(f"{published_url}a8-saving-and-loading-models/")
-        expect(tab.locator(".md-content h1")).to_contain_text("A.8")
+        page.locator(".md-content [data-search-button]").click()
+        expect(page.locator("input.md-search__input")).to_be_focused()
+        problems += search_finds(page, "state_dict", f"{published_url}a8-saving-and-loading-models/")
+        page.keyboard.press("Escape")
+        page.locator(".md-content li a[href$='/a8-saving-and-loading-models/']").click()
+        expect(page).to_have_url(f"{published_url}a8-saving-and-loading-models/")
+        expect(page.locator(".md-content h1")).to_contain_text("A.8")
         # Less the 404 itself: its response, and the console's note of it (a network error: line 0).
         the_404 = (f"bad response: 404 {missing}", f"[{missing}:0]")
-        problems += [problem for problem in events.settled(tab) if not problem.endswith(the_404)]
+        problems += [problem for problem in events.settled() if not problem.endswith(the_404)]
         assert not problems, f"404 page at {missing}:\n  " + "\n  ".join(problems)

@@ -1,6 +1,4 @@
-// Every page at a phone's width (A.9.3's: `a93`), checked inside the page: its problems. Diagram and plot text under
-// MIN_TEXT_PX is hard to read; a code block keeps MIN_CODE_SHARE of the text column; code in a table wraps after
-// BREAKS_AFTER inside an identifier (a hyphen: the browser's), or at a space between tokens.
+// Every page at a phone's width (A.9.3's: `a93`), checked inside the page: its problems.
 const MIN_TEXT_PX = 9, MIN_CODE_SHARE = 0.75, BREAKS_AFTER = "._/- ";
 
 window.inspectPhone = a93 => {
@@ -12,7 +10,7 @@ window.inspectPhone = a93 => {
     .find(el => out(el) && ![...el.children].some(out));
   return [page.scrollWidth > page.clientWidth && `the page scrolls sideways (${page.scrollWidth} px in a ` +
     `${page.clientWidth} px window): ${culprit ? `${tag(culprit)} ${snippet(culprit.textContent)}` : "?"}`,
-    // Code blocks, notebook cells included, keep most of the column.
+    // Code blocks, notebook cells included, keep most of the column (MIN_CODE_SHARE).
     ...each([...content.querySelectorAll("pre")].filter(wide).map(pre => [pre, pre.getBoundingClientRect().width]),
       ([pre, width], i) => width < MIN_CODE_SHARE * column && `code block ${i + 1} ${snippet(pre.textContent)} is ` +
         `${Math.round(width)} px wide in a ${column} px column (less than ${MIN_CODE_SHARE * 100}%)`),
@@ -20,7 +18,7 @@ window.inspectPhone = a93 => {
     ...each(content.querySelectorAll(".language-text pre > code, .jp-OutputArea-output pre"), out => wide(out)
       && scrolls(out) && `output ${snippet(out.textContent)} does not wrap: ${out.scrollWidth} px of text in ` +
       `${out.clientWidth} px`),
-    // Diagrams and plots whole (one drawing shown: a narrow variant), inside the column and viewBox; text big enough.
+    // Diagrams and plots whole (one drawing shown: a narrow variant), inside the column and viewBox; text readable.
     ...each(content.querySelectorAll("figure.diagram, figure.plot"), (figure, i) => {
       const name = `${figure.classList.contains("plot") ? "plot" : "diagram"} ${i + 1}`;
       const svgs = [...figure.querySelectorAll(":scope > svg")].filter(wide);
@@ -49,7 +47,7 @@ window.inspectPhone = a93 => {
       && `${el.matches("math") ? "formula" : "table"} ${snippet(el.textContent)} is ${el.scrollWidth} px wide in ` +
       `${el.clientWidth} px: ${el.matches("math") ? "split it into rows (\\begin{array}{rl})"
         : "its last columns are off screen"}`),
-    // Identifiers in tables wrap only after a dot, an underscore, a slash or a hyphen.
+    // Identifiers in tables wrap only after a dot, an underscore, a slash or a hyphen (the browser's), or at a space.
     ...each(content.querySelectorAll("table code"), code => {
       const range = document.createRange(), chars = textNodes(code).flatMap(node => node.data.split("").map((c, k) => {
         range.setStart(node, k); range.setEnd(node, k + 1);
