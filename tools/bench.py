@@ -296,7 +296,7 @@ def render(results, out):
     page_runner.write_files(files)
 
 
-def main(argv=None):
+def main():
     parser = argparse.ArgumentParser(prog="make bench ARGS=...", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help=f"only {', '.join(QUICK)}; medians of 3")
     parser.add_argument("--only", choices=SECTIONS, nargs="+", metavar="SECTION",
@@ -306,7 +306,7 @@ def main(argv=None):
     parser.add_argument("--out", type=lambda path: Path(path).resolve(), default=ROOT,
                         help="write measured/ and README.md under this folder, not in the repository")
     parser.add_argument("--plain-training", action="store_true", help=argparse.SUPPRESS)  # measure_ddp's baseline
-    args = parser.parse_args(argv)
+    args = parser.parse_args()
     if args.plain_training:
         return plain_training(EPOCHS)
     sections = () if args.render else args.only or (QUICK if args.quick else SECTIONS)
