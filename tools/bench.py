@@ -220,9 +220,9 @@ def version(section, root=ROOT):
     return digest.hexdigest()[:12]
 
 
-def earlier(results, section, note="readme_earlier", language="en"):
+def earlier(figures, section, note="readme_earlier", language="en"):
     """`note` if `section`'s figures are of an earlier version of what they measure (or do not say which), else ""."""
-    if section not in MEASURES or results[section].get("version") == version(section):
+    if section not in MEASURES or figures.get("version") == version(section):
         return ""
     words = EDITIONS[language].words
     return EDITIONS[language].spaced(words[note].format(what=words[f"measures_{section}"]))
@@ -249,7 +249,7 @@ def ddp_md(ddp, language="en"):
     summary = words["bench_ddp_summary"].format(wall=two_against_one(ddp, "wall", language),
                                                 step=two_against_one(ddp, "step_ms", language))
     footer = label(ddp, words["bench_ddp_note"].format(runs=ddp["runs"]), language)
-    changed = earlier({"ddp": ddp}, "ddp", "bench_earlier", language)
+    changed = earlier(ddp, "ddp", "bench_earlier", language)
     return "\n\n".join(filter(None, ["\n".join(rows), summary, footer, changed])) + "\n"
 
 
@@ -265,27 +265,24 @@ def against(value, baseline):
     return f"{value:.2f} s against {baseline:.2f} s: {ratio(value, baseline)}"
 
 
-def readme_rows(results):
-    """README's rows, in English: (the words' key in tools/words.toml, the figure, its section)."""
-    builds, pages, ddp, tests = results["builds"], results["pages"], results["ddp"], results["tests"]
-    yield "readme_cold", against(builds["cold"], builds["plain"]), "builds"
-    yield "readme_repeat", f"{builds['repeat']:.2f} s: {ratio(builds['repeat'], builds['plain'])}", "builds"
-    yield "readme_rebuild", against(builds["rebuild"], builds["plain_rebuild"]), "builds"
-    size = f"{pages['largest_kb']:.0f} KB (gzip {pages['largest_gzip_kb']:.0f} KB)"
-    yield "readme_largest", (f"{size}, `{pages['largest']}`; {pages['over_200_kb']} of {pages['pages']} pages "
-                             "over 200 KB"), "pages"
-    yield "readme_matmul", f"{results['matmul']['cpu_us']:.0f} µs", "matmul"
-    yield "readme_ddp_wall", two_against_one(ddp, "wall"), "ddp"
-    yield "readme_ddp_step", two_against_one(ddp, "step_ms"), "ddp"
-    failed = "" if tests["passed"] else ": FAILED"
-    yield "readme_tests", f"{tests['seconds']:.0f} s, {tests['summary']}{failed}", "tests"
-
-
 def readme_md(results):
-    """The table, then each run's date and machine once."""
-    rows = [[ENGLISH.words[what], figure + earlier(results, section)] for what, figure, section in readme_rows(results)]
+    """README's table, in English, a row (its words' key in tools/words.toml, its figure, its section) a figure; then
+    each run's date and machine once."""
+    builds, pages, ddp, tests = results["builds"], results["pages"], results["ddp"], results["tests"]
+    size = f"{pages['largest_kb']:.0f} KB (gzip {pages['largest_gzip_kb']:.0f} KB)"
+    rows = [("readme_cold", against(builds["cold"], builds["plain"]), "builds"),
+            ("readme_repeat", f"{builds['repeat']:.2f} s: {ratio(builds['repeat'], builds['plain'])}", "builds"),
+            ("readme_rebuild", against(builds["rebuild"], builds["plain_rebuild"]), "builds"),
+            ("readme_largest", f"{size}, `{pages['largest']}`; {pages['over_200_kb']} of {pages['pages']} pages "
+                               "over 200 KB", "pages"),
+            ("readme_matmul", f"{results['matmul']['cpu_us']:.0f} µs", "matmul"),
+            ("readme_ddp_wall", two_against_one(ddp, "wall"), "ddp"),
+            ("readme_ddp_step", two_against_one(ddp, "step_ms"), "ddp"),
+            ("readme_tests", f"{tests['seconds']:.0f} s, {tests['summary']}{'' if tests['passed'] else ': FAILED'}",
+             "tests")]
+    table_rows = [[ENGLISH.words[what], figure + earlier(results[section], section)] for what, figure, section in rows]
     labels = dict.fromkeys(label(results[section], readme=True) for section in SECTIONS)
-    return table(["What", "Figure"], rows) + "\n\n" + "\n".join(labels) + "\n"
+    return table(["What", "Figure"], table_rows) + "\n\n" + "\n".join(labels) + "\n"
 
 
 def render(results, out):
@@ -299,7 +296,7 @@ def render(results, out):
     page_runner.write_files(files)
 
 
-def main(argv=None):
+def main():
     parser = argparse.ArgumentParser(prog="make bench ARGS=...", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help=f"only {', '.join(QUICK)}; medians of 3")
     parser.add_argument("--only", choices=SECTIONS, nargs="+", metavar="SECTION",
@@ -309,7 +306,7 @@ def main(argv=None):
     parser.add_argument("--out", type=lambda path: Path(path).resolve(), default=ROOT,
                         help="write measured/ and README.md under this folder, not in the repository")
     parser.add_argument("--plain-training", action="store_true", help=argparse.SUPPRESS)  # measure_ddp's baseline
-    args = parser.parse_args(argv)
+    args = parser.parse_args()
     if args.plain_training:
         return plain_training(EPOCHS)
     sections = () if args.render else args.only or (QUICK if args.quick else SECTIONS)

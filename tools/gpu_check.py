@@ -1,8 +1,7 @@
-"""`make gpu-check`: on a machine with CUDA GPUs, record what only a GPU shows, all or nothing: the
-pages' GPU outputs (snippets/outputs/gpu/), and DDP-script.py with NCCL on every visible GPU (at most
-8), which must train fully and save a Gloo run's weights within 1e-5, and, where 2 GPUs are visible,
-ddp-inside.py with NCCL, which must keep DDP's promises (scripts/outputs/gpu/, with the GPU and the
-torch build in recorded-on.json). Without CUDA it says so in one sentence, status 1."""
+"""`make gpu-check`: on a CUDA machine, record what only a GPU shows, all or nothing: the pages' GPU outputs
+(snippets/outputs/gpu/); DDP-script.py with NCCL on every visible GPU (at most 8), which must train fully and save a
+Gloo run's weights within 1e-5; with 2 GPUs, ddp-inside.py with NCCL, which must keep DDP's promises (both in
+scripts/outputs/gpu/, the GPU and the torch build in recorded-on.json). Without CUDA: one sentence, status 1."""
 
 import datetime
 import json
@@ -34,9 +33,8 @@ def run_script(what, arguments, env):
 
 def gpu_environment():
     """ddp_environment(), which hides the GPUs, with those the caller lets it see."""
-    env = environment()
-    del env["CUDA_VISIBLE_DEVICES"]
-    return {**env, **{key: value for key, value in os.environ.items() if key == "CUDA_VISIBLE_DEVICES"}}
+    every = ",".join(map(str, range(torch.cuda.device_count())))
+    return environment(CUDA_VISIBLE_DEVICES=os.environ.get("CUDA_VISIBLE_DEVICES", every))
 
 
 def check_ddp_with_nccl():
@@ -50,9 +48,8 @@ def check_ddp_with_nccl():
             sys.exit(f"gpu-check: the NCCL run did not train to full accuracy:\n{nccl}")
         nccl_weights = torch.load(f"{tmp}/nccl.pt", map_location="cpu", weights_only=True)
         gloo_weights = torch.load(f"{tmp}/gloo.pt", map_location="cpu", weights_only=True)
-    for key, expected in gloo_weights.items():
-        torch.testing.assert_close(nccl_weights[key], expected, atol=1e-5, rtol=1e-5,
-                                   msg=lambda m: f"gpu-check: NCCL and Gloo weights differ in {key}: {m}")
+    torch.testing.assert_close(nccl_weights, gloo_weights, atol=1e-5, rtol=1e-5,  # names the tensor that differs
+                               msg=lambda message: f"gpu-check: NCCL and Gloo weights differ: {message}")
     print(f"gpu-check: NCCL on {world_size} GPU(s) trained and matches Gloo within 1e-5")
     return nccl, f"python {' '.join(command)}"
 
