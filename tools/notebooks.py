@@ -89,8 +89,7 @@ def _markdown_cell(lines: list[str]):
 
 
 def notebook_text(name: str, recording: store.Recording, edition: Edition) -> str:
-    """The notebook `name` as it is stored: text cells from its pages in `edition`, code cells with the outputs
-    and plots recorded for their sections."""
+    """The notebook `name` as stored: its pages' text in `edition`, their sections with what they printed and drew."""
     notebook_pages, words = pages.NOTEBOOKS[name], edition.words
     first, last = (pages.title(page, edition.docs).split(" ")[0] for page in (notebook_pages[0], notebook_pages[-1]))
     chapters = first if first == last else words["chapter_range"].format(first=first, last=last)
