@@ -156,11 +156,9 @@ class Label:  # of a block that shows cells of the book's notebook
 
 def labels(page: str) -> dict[tuple[str, ...], Label]:
     """{the keys of a block on `page` (in either edition): the book's cells it shows}; blocks not in it are ours."""
-    if (name := pages.notebook_of(page)) is None:
-        return {}
-    comparison, declared = comparisons()[name], {n for d in differences() if d.notebook == name for n in d.cells}
-    cells = {}
-    for number, (where, block) in comparison.shown_at.items():
+    name = pages.notebook_of(page)  # a chapter page: every one is a notebook's
+    declared, cells = {n for d in differences() if d.notebook == name for n in d.cells}, {}
+    for number, (where, block) in comparisons()[name].shown_at.items():
         if where == page:
             cells.setdefault(block.keys, []).append(number)
     return {keys: Label(name, tuple(numbers), bool(declared & set(numbers))) for keys, numbers in cells.items()}

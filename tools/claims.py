@@ -14,6 +14,7 @@ from tools.store import MANIFEST, output_path, stored_output, varying_patterns
 
 MARK = re.compile(r"[ \t]*\n?[ \t]*<!-- holds: (.*?) -->", re.S)  # at a line's end, or on a line of its own
 FENCE = re.compile(r"^[ \t]*(`{3,}).*?^[ \t]*\1[ \t]*$", re.S | re.M)  # a mark in one is an example (Authoring)
+TENSOR = re.compile(r"tensor\((\[[^()]*\]|[^,()]+)")  # a printed tensor's values: a (nested) list, or one number
 NUMBER = re.compile(r"(?<!\w)-?\d+(?:\.\d*)?(?:e[-+]?\d+)?")
 BENCH = ROOT / "measured" / "bench.json"
 BUILTINS = {function.__name__: function for function in (
@@ -33,15 +34,7 @@ class Output:  # what a block printed, as the recording stored it
 
     @cached_property
     def tensors(self) -> list:  # the values of each tensor(...) it prints, as nested lists (... where it skips)
-        found = []
-        for match in re.finditer(r"tensor\(", self.text):
-            start, depth = match.end(), 0
-            for end, char in enumerate(self.text[start:], start):
-                depth += {"[": 1, "]": -1}.get(char, 0)
-                if depth == 0 and char in "]),":
-                    break
-            found.append(ast.literal_eval(self.text[start:end + (char == "]")]))
-        return found
+        return [ast.literal_eval(values) for values in TENSOR.findall(self.text)]
 
     def _plotted(self, kind: str) -> list:
         path = output_path(self.key, ".plot.json")

@@ -62,16 +62,15 @@ def page_parts(page: str, edition: Edition) -> list[str | tuple[Section, bool]]:
 
 def unwrapped(markup: str, tag: str, drop) -> str:
     """`markup` without the <tag> elements whose opening tag `drop` picks; what they held stays."""
-    kept, dropped, start = [], [], 0
-    for match in re.finditer(rf"<{tag}\b[^>]*>|</{tag}>", markup):
+    dropped = []  # for each element open at this point, whether it goes
+
+    def kept(match: re.Match) -> str:
         if match[0].startswith("</"):
-            gone = dropped.pop()
-        else:
-            dropped.append(gone := drop(match[0]))
-        if gone:
-            kept.append(markup[start:match.start()])
-            start = match.end()
-    return "".join(kept) + markup[start:]
+            return "" if dropped.pop() else match[0]
+        dropped.append(drop(match[0]))
+        return "" if dropped[-1] else match[0]
+
+    return re.sub(rf"<{tag}\b[^>]*>|</{tag}>", kept, markup)
 
 
 def plot_html(svg: str, caption: str) -> str:
@@ -89,8 +88,7 @@ def _markdown_cell(lines: list[str]):
 
 
 def notebook_text(name: str, recording: store.Recording, edition: Edition) -> str:
-    """The notebook `name` as it is stored: text cells from its pages in `edition`, code cells with the outputs
-    and plots recorded for their sections."""
+    """The notebook `name` as stored: its pages' text in `edition`, their sections with what they printed and drew."""
     notebook_pages, words = pages.NOTEBOOKS[name], edition.words
     first, last = (pages.title(page, edition.docs).split(" ")[0] for page in (notebook_pages[0], notebook_pages[-1]))
     chapters = first if first == last else words["chapter_range"].format(first=first, last=last)

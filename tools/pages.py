@@ -28,10 +28,9 @@ GPU_PAGES = ["a1-what-is-pytorch.md", "a9-gpu-training.md", "exercises.md"]
 
 # A code block: a python fence whose body is snippet-section includes, each on its own line (a blank line may part
 # two), read by INCLUDE. The one pattern of a block: every part of the site reads its blocks with it.
-_INCLUDE = r'--8<-- "snippets/(\w+)\.py:([\w-]+)"'
-INCLUDE = re.compile(rf"^[ \t]*{_INCLUDE}[ \t]*$", re.M)
+INCLUDE = r'--8<-- "snippets/(\w+)\.py:([\w-]+)"'
 SNIPPET_FENCE = re.compile(rf"^(?P<indent>[ \t]*)```python(?P<attributes>[^\n]*)\n(?P<includes>(?:(?P=indent)"
-                           rf"{_INCLUDE}\n(?:[ \t]*\n(?=[ \t]*--8<--))?)+)(?P=indent)```[ \t]*$", re.M)
+                           rf"{INCLUDE}\n(?:[ \t]*\n(?=[ \t]*--8<--))?)+)(?P=indent)```[ \t]*$", re.M)
 OURS = re.compile(r'\s*\bours="([^"]*)"')  # in a block's opening line: ```python ours="what it adds"
 
 
@@ -41,7 +40,7 @@ class Block:  # a code block of a page: the sections it shows, where it stands i
 
     @cached_property
     def sections(self) -> tuple[Section, ...]:
-        return tuple(Section(*include) for include in INCLUDE.findall(self.fence["includes"]))
+        return tuple(Section(*include) for include in re.findall(INCLUDE, self.fence["includes"]))
 
     @property
     def keys(self) -> tuple[str, ...]:

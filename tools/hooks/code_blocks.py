@@ -66,7 +66,7 @@ def _blocks(markdown: str, program: pages.Page, edition) -> str:
     except (KeyError, ValueError):
         labels = None
 
-    def shown(block: pages.Block, number: int) -> str:
+    def shown(number: int, block: pages.Block) -> str:
         fence, indent = block.fence, block.fence["indent"]
         title = _title(block, labels, f"{source}, code block {number}", edition)
         attributes = f' title="{title}"{pages.OURS.sub("", fence["attributes"])}' if title else fence["attributes"]
@@ -102,11 +102,8 @@ def _blocks(markdown: str, program: pages.Page, edition) -> str:
         return (f"{indent}```python{attributes}\n{code}{indent}```"
                 + "".join("\n\n" + _indented(part.rstrip("\n"), indent) for part in after if part))
 
-    parts, at = [], 0
-    for number, block in enumerate(program.blocks, start=1):
-        parts += [markdown[at:block.fence.start()], shown(block, number)]
-        at = block.fence.end()
-    return "".join(parts) + markdown[at:]
+    blocks = enumerate(program.blocks, start=1)  # the fences that `program` was read from, in order
+    return pages.SNIPPET_FENCE.sub(lambda fence: shown(*next(blocks)), markdown)
 
 
 def _run_it_yourself(src: str, sections: list[Section], config, edition) -> str:

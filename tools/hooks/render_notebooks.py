@@ -27,9 +27,7 @@ def converter_key():
 
 def on_config(config):
     """A cache folder per converter version (not in mkdocs-jupyter's key) and edition (a build evicts the rest)."""
-    plugin = config.plugins.get("mkdocs-jupyter")
-    if plugin is None or not plugin.config["cache"]:
-        return config
+    plugin = config.plugins["mkdocs-jupyter"]  # what this hook renders the pages of
     root, folder = Path(plugin.config["cache_dir"]), f"converter-{converter_key()}"
     for old in (old for old in root.glob("converter-*") if old.name != folder):
         shutil.rmtree(old, ignore_errors=True)
