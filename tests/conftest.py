@@ -22,7 +22,7 @@ def pytest_addoption(parser):
 
 
 def needs_torch():  # `make test-site` runs the rest with a Python that has no torch wheel at hand
-    pytest.importorskip("torch", reason="torch is not installed: this test runs the pages' code")
+    return pytest.importorskip("torch", reason="torch is not installed: this test runs the pages' code")
 
 
 @pytest.fixture(scope="session")

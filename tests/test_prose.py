@@ -69,9 +69,7 @@ def test_a_mark_reads_the_blocks_around_it_and_says_when_it_cannot_be_read():
 
 @pytest.fixture(scope="module")
 def torch():
-    needs_torch()
-    import torch
-    return torch
+    return needs_torch()
 
 
 def test_a2_view_transpose_and_contiguous(torch):
