@@ -37,8 +37,9 @@ def test_a_changed_new_or_vanished_output_is_reported_by_its_file_and_a_declared
     loss = OUTPUTS / "a7_training_loop" / "plot_loss.plot.json"  # a plot's data is compared like an output
     problems = store.drift(recording, stored_with({shape: shape.read_text().replace("3", "4", 1),
                                                    loss: loss.read_text().replace("training loss", "loss", 1)}))
-    assert [p.split(" (run `make outputs`")[0] for p in problems] == [f"snippets/outputs/{p} differs from a fresh run"
-        for p in ("a2_tensors/shape.txt", "a7_training_loop/plot_loss.plot.json")], problems  # a diff, what to run
+    changed = ["a2_tensors/shape.txt", "a7_training_loop/plot_loss.plot.json"]  # each a diff, with what to run
+    assert [p.split(" (run `make outputs`")[0] for p in problems] == [
+        f"snippets/outputs/{name} differs from a fresh run" for name in changed], problems
     assert "-torch.Size([2, 4])" in problems[0] and "+torch.Size([2, 3])" in problems[0]
     problems = "\n".join(store.drift(recording, stored_with({shape: None, old: "old\n"})))
     assert "snippets/outputs/a2_tensors/shape.txt is not recorded" in problems
