@@ -130,15 +130,14 @@ def record_report(path: Path) -> store.Recording:
                                        "from the site as it is now and attach its new report.")
     environments = [runs[page]["environment"] for page in pages.GPU_PAGES]
     printed = {cell["key"]: cell["output"] for page in pages.GPU_PAGES for cell in runs[page]["cells"]}
-    # Signs that the runs were made without CUDA: the torch build, the GPU, the device lines.
-    misfits = [f"torch {build} is a build without CUDA"
-               for build in sorted({e["torch"] for e in environments if e["torch"].endswith("+cpu")})]
-    misfits += [] if all(e.get("gpu") for e in environments) else ["torch found no CUDA GPU"]
-    misfits += [f"{key} printed {printed[key].strip()!r}, not {line!r}" for key, line in CUDA_LINES.items()
-                if printed.get(key, line).strip() != line]
-    if misfits:
+    without_cuda = [f"torch {build} is a build without CUDA"  # signs that the runs were made without CUDA
+                    for build in sorted({e["torch"] for e in environments if e["torch"].endswith("+cpu")})]
+    without_cuda += [] if all(e.get("gpu") for e in environments) else ["torch found no CUDA GPU"]
+    without_cuda += [f"{key} printed {printed[key].strip()!r}, not {line!r}" for key, line in CUDA_LINES.items()
+                     if printed.get(key, line).strip() != line]
+    if without_cuda:
         raise store.RecordingError(f"{path} names the GPU {device.get('gpu')}, but its runs were not made on it "
-                                   f"({'; '.join(misfits)}), so it has no GPU outputs to record; run the checker "
+                                   f"({'; '.join(without_cuda)}), so it has no GPU outputs to record; run the checker "
                                    "with a CUDA build of torch on that GPU and attach its report.")
     varying = store.varying_patterns()
     outputs = {key: text for key, text in printed.items() if text and key in varying}
