@@ -34,9 +34,12 @@ def stored_with(change: dict) -> dict:
 
 def test_a_changed_new_or_vanished_output_is_reported_by_its_file_and_a_declared_line_by_its_shape(recording):
     shape, old = OUTPUTS / "a2_tensors" / "shape.txt", OUTPUTS / "a2_tensors" / "removed_section.txt"
-    problems = store.drift(recording, stored_with({shape: shape.read_text().replace("3", "4", 1)}))
-    assert len(problems) == 1, problems  # one changed character: a diff naming the file, and what to run
-    assert problems[0].startswith("snippets/outputs/a2_tensors/shape.txt differs from a fresh run (run `make outputs`")
+    loss = OUTPUTS / "a7_training_loop" / "plot_loss.plot.json"  # a plot's data is compared like an output
+    problems = store.drift(recording, stored_with({shape: shape.read_text().replace("3", "4", 1),
+                                                   loss: loss.read_text().replace("training loss", "loss", 1)}))
+    changed = ["a2_tensors/shape.txt", "a7_training_loop/plot_loss.plot.json"]  # each a diff, with what to run
+    assert [p.split(" (run `make outputs`")[0] for p in problems] == [
+        f"snippets/outputs/{name} differs from a fresh run" for name in changed], problems
     assert "-torch.Size([2, 4])" in problems[0] and "+torch.Size([2, 3])" in problems[0]
     problems = "\n".join(store.drift(recording, stored_with({shape: None, old: "old\n"})))
     assert "snippets/outputs/a2_tensors/shape.txt is not recorded" in problems
@@ -48,8 +51,8 @@ def test_a_changed_new_or_vanished_output_is_reported_by_its_file_and_a_declared
 
 
 def test_each_plot_is_the_figure_its_own_block_draws(recording):
-    """The figure a section's code leaves open, in the text's colour for both palettes; what it shows is checked
-    like an output; the loss plot, from its own run of the loop, shows the losses the book's loop printed."""
+    """The figure a section's code leaves open, in the text's colour for both palettes; the loss plot, from its
+    own run of the loop, shows the losses the book's loop printed."""
     assert sorted(recording.plots) == ["a6_data_loaders:plot_toy_data", "a7_training_loop:plot_decision_regions",
                                        "a7_training_loop:plot_loss"]
     for svg in (plot["svg"] for plot in recording.plots.values()):  # no id that every plot has (A.7 shows two)
@@ -57,16 +60,11 @@ def test_each_plot_is_the_figure_its_own_block_draws(recording):
     (axes,) = recording.plots["a7_training_loop:plot_loss"]["data"]
     printed = re.findall(r"Train/Val Loss: ([\d.]+)", recording.outputs["a7_training_loop:train"])
     assert [f"{loss:.2f}" for _, loss in axes["lines"][0]] == printed
-    path = OUTPUTS / "a7_training_loop" / "plot_loss.plot.json"
-    first = f"{axes['lines'][0][0][1]}"
-    problems = store.drift(recording, stored_with({path: path.read_text().replace(first, "0.5", 1)}))
-    assert [p.split(" differs")[0] for p in problems] == ["snippets/outputs/a7_training_loop/plot_loss.plot.json"]
 
 
 def test_every_section_is_shown_on_a_page():
     shown = {section.key for page in pages.chapter_pages() for section in pages.program(page)}
-    modules = [p for p in SNIPPETS.glob("*.py") if p.stem != "__init__"]
-    sections = {f"{p.stem}:{name}" for p in modules for name in read_sections(p)}
+    sections = {f"{p.stem}:{name}" for p in SNIPPETS.glob("*.py") for name in read_sections(p)}
     assert sections - shown == set(), "sections that no page shows (so nothing runs them)"
 
 
@@ -97,9 +95,10 @@ def test_a_pattern_that_would_accept_a_broken_or_wrong_line_is_refused(pattern, 
         store.varying_patterns(declared)
 
 
-def test_every_declared_line_is_held_to_a_wrong_value_or_to_the_recording_machine():
+def test_every_declared_line_and_torch_version_typed_is_held_to_a_wrong_value_or_to_the_recording_machine():
     """Each declared entry names a wrong line of its shape (refused as the patterns are read), or its stored output
-    is what the machine in recorded.json prints: a stale version, or True without a GPU, fails here."""
+    is what the machine in recorded.json prints (a stale version, or True without a GPU, fails here); so is every
+    torch version typed in pins, install commands and output titles."""
     environment = json.loads(store.MANIFEST.read_text())["environment"]
     # The outputs whose every shape is right on some machine (a version, True or False, a device).
     device = "cuda" if environment["gpu"] else "mps" if environment["mps"] else "cpu"
@@ -116,6 +115,11 @@ def test_every_declared_line_is_held_to_a_wrong_value_or_to_the_recording_machin
     assert versions.startswith(f"torch                {environment['torch']}\n"), versions
     gpu = store.stored_output("exercise_solutions:a4_matmul_timing").splitlines()[1]
     assert (gpu == "GPU: none available") == (not environment["gpu"]), gpu
+    recorded = environment["torch"].split("+")[0]
+    files = [*ROOT.glob("docs*/*.md"), ROOT / "README.md", ROOT / "requirements.in", ROOT / "requirements.txt"]
+    stale = [f"{path.relative_to(ROOT)}: torch {version}" for path in files
+             for version in re.findall(r"\btorch(?:==| )(\d+\.\d+\.\d+)", path.read_text()) if version != recorded]
+    assert not stale, f"the outputs were recorded with torch {recorded}; these name another:\n" + "\n".join(stale)
 
 
 @pytest.mark.parametrize("key", [key for key, spec in store.varying_patterns().items() if spec.get("random")])
@@ -176,12 +180,3 @@ def test_a_page_that_hangs_is_stopped_and_named(monkeypatch):
     with pytest.raises(store.RecordingError, match=r"^the code of docs/a2-understanding-tensors.md was still "
                                                     r"running after 1 s, so it was stopped"):
         record.record_page("a2-understanding-tensors.md")
-
-
-def test_every_torch_version_typed_in_the_repository_is_the_recorded_one():
-    """Pins, install commands, output titles: after an upgrade and `make outputs`, what still shows the old one."""
-    recorded = json.loads(store.MANIFEST.read_text())["environment"]["torch"].split("+")[0]
-    files = [*ROOT.glob("docs*/*.md"), ROOT / "README.md", ROOT / "requirements.in", ROOT / "requirements.txt"]
-    stale = [f"{path.relative_to(ROOT)}: torch {version}" for path in files
-             for version in re.findall(r"\btorch(?:==| )(\d+\.\d+\.\d+)", path.read_text()) if version != recorded]
-    assert not stale, f"the outputs were recorded with torch {recorded}; these name another:\n" + "\n".join(stale)

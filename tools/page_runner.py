@@ -1,8 +1,7 @@
 """Run a page's program alone, compare what it prints, say what the machine is.
 
-The recorder, the tests and check-appendix-a.py (which carries this code) use
-it: so the standard library only (psutil where installed), 80 characters a line.
-"""
+check-appendix-a.py carries this code: the standard library only (psutil where
+installed), 80 characters a line."""
 
 import concurrent.futures
 import contextlib
@@ -32,9 +31,7 @@ OWN_GROUP = ({"start_new_session": True} if os.name == "posix" else
 running, lock, stopping = set(), threading.RLock(), threading.Event()
 
 
-class Failed(Exception):
-    """A command or a page that ended badly: one sentence; its `stderr`."""
-
+class Failed(Exception):  # a command or page that ended badly; its `stderr`
     def __init__(self, message, stderr=""):
         super().__init__(message)
         self.stderr = stderr
@@ -48,8 +45,8 @@ class TimedOut(Failed):
 
 @contextlib.contextmanager
 def process_group(command, **popen):
-    """`command` in a process group of its own, its `tag` in the environment
-    of all it starts; however the caller leaves, all of them are ended."""
+    """`command` in a group of its own, its tag in the environment of all it
+    starts: however the caller leaves, all are ended."""
     tag, process = uuid.uuid4().hex, None
     env = dict(popen.pop("env", None) or os.environ)
     env[TAG] = f"{env.get(TAG, '')} {tag}"
@@ -112,9 +109,9 @@ def survivors(tag, settle=0.0):
 
 def run(command, timeout, **popen):
     """(exit status, stdout, stderr) of `command`, in a group of its own."""
-    with process_group(command, text=True, errors="replace", **{
-            "stdout": subprocess.PIPE, "stderr": subprocess.PIPE,
-            "stdin": subprocess.DEVNULL, **popen}) as child:
+    with process_group(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       stdin=subprocess.DEVNULL, text=True, errors="replace",
+                       **popen) as child:
         try:
             stdout, stderr = child.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -129,14 +126,13 @@ def in_parallel(function, items, jobs):
     pool = concurrent.futures.ThreadPoolExecutor(jobs)
     futures = {item: pool.submit(function, item) for item in items}
     try:
-        while True:
+        waiting = futures.values()
+        while waiting:
             done, waiting = concurrent.futures.wait(
-                futures.values(), 0.2, concurrent.futures.FIRST_EXCEPTION)
+                waiting, 0.2, concurrent.futures.FIRST_EXCEPTION)
             for future in done:
                 future.result()  # a failure, at once
-            if not waiting:
-                return {item: future.result()
-                        for item, future in futures.items()}
+        return {item: future.result() for item, future in futures.items()}
     except BaseException:
         end_all()
         raise
@@ -175,8 +171,7 @@ def run_page(code, name, keys, timeout, env=None, plots=False,
 
 
 def failure(status, stderr):
-    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
-    last = lines[-1] if lines else "nothing on standard error"
+    last = (stderr.strip() or "nothing on standard error").splitlines()[-1]
     if where := re.search(r"cell (\d+) raised", stderr):
         return f"block {where[1]} of its code raised {last}"
     if status < 0:
@@ -298,8 +293,7 @@ def compare_text(recorded, fresh, key, varying, label=None):
     differs passes only if a pattern declared for `key` in `varying`
     ({key: {"lines": [regex, ...]}}) matches the whole of both lines."""
     patterns = varying.get(key, {}).get("lines", [])
-    old = recorded.splitlines(keepends=True)
-    new = fresh.splitlines(keepends=True)
+    old, new = recorded.splitlines(True), fresh.splitlines(True)
 
     def same_shape(a, b):
         return a.endswith("\n") == b.endswith("\n") and any(

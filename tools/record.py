@@ -89,14 +89,14 @@ def summary(recording: store.Recording, changed: list[Path]) -> str:
 
 def record_gpu() -> store.Recording:
     """On a CUDA machine: the machine-dependent outputs of the pages that use a GPU (shown beside the CPU ones)."""
-    runs = dict(zip(pages.GPU_PAGES, map(record_page, pages.GPU_PAGES)))  # one after another: one GPU
-    environment = next(iter(runs.values()))["environment"]
+    runs = [record_page(page) for page in pages.GPU_PAGES]  # one after another: one GPU
+    environment = runs[0]["environment"]
     if not environment["gpu"]:
         raise store.RecordingError("make gpu-check records GPU outputs, but this torch sees no CUDA GPU; run it "
                                    "on a machine with one (and a CUDA build of torch).")
     varying = store.varying_patterns()
-    return store.Recording(runs=runs, manifest={"environment": environment}, outputs={
-        key: text for run in runs.values() for key, text in run["outputs"].items() if text and key in varying})
+    return store.Recording(manifest={"environment": environment}, outputs={
+        key: text for run in runs for key, text in run["outputs"].items() if text and key in varying})
 
 
 def gpu_files(recording: store.Recording) -> dict[Path, str]:
@@ -108,19 +108,8 @@ def write_gpu(recording: store.Recording) -> list[Path]:
     return list(files)
 
 
-# What a page prints about the device it runs on, and what it prints on a CUDA GPU.
+# What a page prints on a CUDA GPU about the device it runs on.
 CUDA_LINES = {"a1_what_is_pytorch:cuda_available": "True", "a9_gpu_training:pick_device": "cuda"}
-
-
-def signs_of_no_cuda(runs: dict) -> list[str]:
-    """What in a report's device runs says they ran without CUDA: the torch build, the GPU, the device lines."""
-    environments = [runs[page]["environment"] for page in pages.GPU_PAGES]
-    misfits = [f"torch {build} is a build without CUDA"
-               for build in sorted({e["torch"] for e in environments if e["torch"].endswith("+cpu")})]
-    misfits += [] if all(e.get("gpu") for e in environments) else ["torch found no CUDA GPU"]
-    printed = {cell["key"]: cell["output"].strip() for page in pages.GPU_PAGES for cell in runs[page]["cells"]}
-    return misfits + [f"{key} printed {printed[key]!r}, not {line!r}" for key, line in CUDA_LINES.items()
-                      if printed.get(key, line) != line]
 
 
 def record_report(path: Path) -> store.Recording:
@@ -139,31 +128,35 @@ def record_report(path: Path) -> store.Recording:
         if {cell["key"]: cell["fingerprint"] for cell in runs[page]["cells"]} != pages.read(page).fingerprints:
             raise store.RecordingError(f"{path} ran an older version of docs/{page}; run the checker downloaded "
                                        "from the site as it is now and attach its new report.")
-    if misfits := signs_of_no_cuda(runs):
+    environments = [runs[page]["environment"] for page in pages.GPU_PAGES]
+    printed = {cell["key"]: cell["output"] for page in pages.GPU_PAGES for cell in runs[page]["cells"]}
+    without_cuda = [f"torch {build} is a build without CUDA"  # signs that the runs were made without CUDA
+                    for build in sorted({e["torch"] for e in environments if e["torch"].endswith("+cpu")})]
+    without_cuda += [] if all(e.get("gpu") for e in environments) else ["torch found no CUDA GPU"]
+    without_cuda += [f"{key} printed {printed[key].strip()!r}, not {line!r}" for key, line in CUDA_LINES.items()
+                     if printed.get(key, line).strip() != line]
+    if without_cuda:
         raise store.RecordingError(f"{path} names the GPU {device.get('gpu')}, but its runs were not made on it "
-                                   f"({'; '.join(misfits)}), so it has no GPU outputs to record; run the checker "
+                                   f"({'; '.join(without_cuda)}), so it has no GPU outputs to record; run the checker "
                                    "with a CUDA build of torch on that GPU and attach its report.")
     varying = store.varying_patterns()
-    outputs = {cell["key"]: cell["output"] for page in pages.GPU_PAGES for cell in runs[page]["cells"]
-               if cell["output"] and cell["key"] in varying}
+    outputs = {key: text for key, text in printed.items() if text and key in varying}
     for key, text in outputs.items():
         if problem := compare_text(store.stored_output(key) or "", text, key, varying):
             raise store.RecordingError(f"{path}: {key} on the GPU does not have the shape declared in "
                                        f"{store.VARYING.name}, so it is not recorded:\n{problem}")
     recorded_by = f"check-appendix-a.py --report on {report['date']} (checker {report['checker']})"
-    environment = {**runs[pages.GPU_PAGES[0]]["environment"], "recorded_by": recorded_by}
-    return store.Recording(runs=runs, manifest={"environment": environment}, outputs=outputs)
+    return store.Recording(manifest={"environment": {**environments[0], "recorded_by": recorded_by}}, outputs=outputs)
 
 
-def main() -> int:
+def main() -> int | str:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so that `finally` blocks run
     report = Path(sys.argv[2]) if sys.argv[1:2] == ["--report"] and len(sys.argv) == 3 else None
     gpu = report or sys.argv[1:] == ["--gpu"]
     try:
         recording = record_report(report) if report else record_gpu() if gpu else record()
     except store.RecordingError as error:
-        print(error, file=sys.stderr)
-        return 1
+        return str(error)  # sys.exit prints it, status 1
     except (KeyboardInterrupt, SystemExit) as stop:
         print("interrupted: nothing was written", file=sys.stderr)
         return 130 if isinstance(stop, KeyboardInterrupt) else stop.code

@@ -104,8 +104,7 @@ def drift(recording: Recording, stored: dict[Path, str] | None = None) -> list[s
             problems.append(f"{name} is stored but nothing prints it any more; run `{RERECORD}`.")
         elif path not in stored:
             problems.append(f"{name} is not recorded; run `{RERECORD}`.")
-        elif fresh[path] != stored[path] and path.suffix != ".svg":  # a plot's data is checked, not its pixels:
-            # its .plot.json, not its .svg nor its drawing in a notebook
+        elif fresh[path] != stored[path] and path.suffix != ".svg":  # a plot: its data, not its drawing
             old, new = (NOTEBOOK_PLOT.sub(r"\1...", text) for text in (stored[path], fresh[path]))
             if diff := compare_text(old, new, f"{path.parent.name}:{path.stem}", varying, str(name)):
                 problems.append(f"{name} differs from a fresh run (run `{RERECORD}` if the change is "
