@@ -44,7 +44,6 @@ class Job:
     stderr_lines: list  # (seconds since the start, line)
     seconds: float  # from the start to the exit of the launching process
     survivors: list  # "pid command" of the job's processes alive `settle` s after the launcher exited
-    gone_after: float  # seconds from the launcher's exit until no process of the job was left
     leftovers: list  # names of the files the job left in its TMPDIR
     signalled_at: float | None  # seconds from the start to the signal sent (`signal_when`)
 
@@ -100,12 +99,11 @@ def run_job(args, env=None, timeout=120, settle=10.0, cwd=ROOT, signal_when=None
                 time.sleep(0.05)
             seconds = time.monotonic() - start
             left = survivors(process.tag, settle)  # ended as process_group exits
-            gone_after = time.monotonic() - start - seconds
         # torch keeps a compiler cache there (torchinductor_USER): not the job's doing
         leftovers = sorted(p.name for p in Path(tmpdir).iterdir() if not p.name.startswith("torchinductor_"))
     return Job(command, Path(cwd), Path(tmpdir), process.returncode, stdout="".join(line for _, line in out),
-               stderr_lines=err, seconds=seconds, survivors=left, gone_after=gone_after,
-               leftovers=leftovers, signalled_at=signalled_at)
+               stderr_lines=err, seconds=seconds, survivors=left, leftovers=leftovers,
+               signalled_at=signalled_at)
 
 
 def assert_recorded(job, name):
@@ -143,8 +141,7 @@ def single_process_weights():
     return model.state_dict()
 
 
-def assert_same_weights(saved, expected=None):
-    """That the file `saved` holds the state_dict in the file `expected`, by default single_process_weights()."""
-    expected = torch.load(expected, weights_only=True) if expected else single_process_weights()
-    torch.testing.assert_close(torch.load(saved, weights_only=True), expected, atol=1e-6, rtol=1e-6)
+def assert_same_weights(saved):
+    """That the file `saved` holds single_process_weights()."""
+    torch.testing.assert_close(torch.load(saved, weights_only=True), single_process_weights(), atol=1e-6, rtol=1e-6)
 

@@ -79,7 +79,7 @@ def jobs(tmp):
         "torchrun stall": lambda: run_job([*TORCHRUN_2, TORCHRUN, "--timeout", TIMEOUT,
                                            "--snapshot", tmp / "stall-snapshot.pt"], env=stall),
         # Epoch 2 has begun only after the barrier that follows epoch 1's snapshot: there is one to leave behind.
-        "torchrun agent killed": lambda: run_job([*TORCHRUN_2, TORCHRUN, *LONG], env=env, settle=20,
+        "torchrun agent killed": lambda: run_job([*TORCHRUN_2, TORCHRUN, *LONG], env=env,
                                                  signal_when=printed("Epoch: 002/", signal.SIGKILL)),
         "spawn SIGINT": lambda: run_job([SPAWN, *LONG], env=env, signal_when=printed("Epoch: 001/", signal.SIGINT)),
         "spawn SIGTERM": lambda: run_job([SPAWN, *LONG], env=env, signal_when=printed("Epoch: 001/", signal.SIGTERM)),
@@ -190,11 +190,6 @@ def test_ranks_started_by_hand_need_a_master_address(run_in_process):
         "environment variable MASTER_ADDR expected, but not set\n")
 
 
-def with_nan(snapshot):
-    snapshot["model"]["layers.2.bias"][0] = float("nan")
-    return snapshot
-
-
 BAD_SNAPSHOTS = {
     "another model": (lambda s: {**s, "model": torchrun_script.NeuralNetwork(3, 2).state_dict()},
                       "size mismatch for layers.0.weight: copying a param with shape torch.Size([30, 3])"),
@@ -206,7 +201,8 @@ BAD_SNAPSHOTS = {
     "epochs_done too large": (lambda s: {**s, "epochs_done": 99}, "epochs_done is 99, not a whole number"),
     "epochs_done negative": (lambda s: {**s, "epochs_done": -5}, "epochs_done is -5, not a whole number"),
     "no param_groups": (lambda s: {**s, "optimizer": {"state": {}}}, "KeyError: 'param_groups'"),
-    "a NaN weight": (with_nan, "its weights are not all finite numbers"),
+    "a NaN weight": (lambda s: {**s, "model": {**s["model"], "layers.4.bias": torch.tensor([torch.nan, 0.0])}},
+                     "its weights are not all finite numbers"),
     "a pickle that would run code": (lambda s: {"model": Evil()}, "UnpicklingError: Weights only load failed"),
 }
 
@@ -219,11 +215,6 @@ def test_bad_snapshot_is_refused_in_one_sentence(tmp_path, monkeypatch, change, 
     assert isinstance(problem, str) and reason in problem, problem
     assert re.fullmatch(REFUSED.format(re.escape(str(path))), problem), problem
     assert not (tmp_path / "code-ran").exists(), "the pickle's code ran"
-
-
-def test_good_snapshot_is_resumed(tmp_path):
-    torch.save(good_snapshot(), tmp_path / "good.pt")
-    assert torchrun_script.read_snapshot(tmp_path / "good.pt", *model_and_optimizer(), 3)["epochs_done"] == 1
 
 
 def test_truncated_snapshot_is_refused_and_training_does_not_start(jobs, tmp):
@@ -293,8 +284,7 @@ def test_ctrl_c_while_the_run_starts_stops_it_with_no_traceback_of_ours(jobs, la
 def test_torchrun_workers_stop_when_their_agent_is_killed(jobs):
     job = jobs["torchrun agent killed"].result()
     assert job.signalled_at is not None and job.returncode == -signal.SIGKILL, job.describe()
-    assert not job.survivors, f"workers outlived their agent: {job.survivors}"
-    assert job.gone_after < 10, f"workers gone {job.gone_after:.1f} s after their agent was killed"
+    assert not job.survivors, f"workers outlived their agent by 10 s (run_job's settle): {job.survivors}"
     # The default snapshot stays on purpose, and the message said where and until when.
     assert (named := re.search(r"^snapshot file: (\S+) \(removed when training completes; after a failure it stays, "
                                r"to resume with --snapshot\)$", job.stderr, re.M)), job.describe()

@@ -90,21 +90,15 @@ def succeeded(job):
     return job
 
 
-def ranks_that_trained(stdout):
-    return sorted({int(r) for r in re.findall(r"^\[rank (\d+)\] Epoch: ", stdout, re.M)})
-
-
 BOOK_ORDER = ["imports", "ddp_setup", "ToyDataset", "NeuralNetwork", "prepare_dataset", "main", "compute_accuracy"]
 
 
 @pytest.mark.parametrize("script", [*LAUNCHERS.values(), INSIDE])
-def test_script_imports_only_torch_and_fits_80_columns_with_no_build_markers(script):
+def test_script_imports_only_torch_and_has_no_build_markers(script):  # 80 columns: scripts/ruff.toml
     code = (SCRIPTS / script).read_text()
     others = [name for name in pages.imports(code) if name != "torch"]
     assert not others, f"scripts/{script} imports {', '.join(others)}: a reader has only torch"
     assert "--8<--" not in code, f"scripts/{script} carries a build marker; the pages section it with ast"
-    wide = [f"{n}: {line}" for n, line in enumerate(code.splitlines(), 1) if len(line) > 80]
-    assert not wide, f"scripts/{script} has lines over 80 characters:\n" + "\n".join(wide)
 
 
 @pytest.mark.parametrize("script", LAUNCHERS.values())
@@ -170,12 +164,9 @@ def test_script_alone_trains_as_one_process_prints_what_is_recorded_and_leaves_n
     script = LAUNCHERS[launcher]
     job = succeeded(jobs[launcher].result())  # run where `snippets` and `tools` cannot be imported
     assert [p.name for p in job.cwd.iterdir()] == [script], "only the script, nothing else"
-    assert ranks_that_trained(job.stdout) == [0, 1], job.describe()
-    assert "Training on 2 processes with gloo" in job.stdout
-    assert ddp_runs.trained_fully(job.stdout, 2), job.describe()
     assert_same_weights(tmp / f"{launcher}.pt")
     assert not list(tmp.glob(f".{launcher}.pt.*")), "--save leaves no temporary file"
-    assert_recorded(job, "DDP-script.txt")  # the page shows one run for both launchers
+    assert_recorded(job, "DDP-script.txt")  # both launchers print the run the page shows: 2 ranks, trained fully
     if launcher == "torchrun":  # its default snapshot, in the job's TMPDIR, is removed when the job is done
         snapshot = re.search(r"^snapshot file: (\S+)", job.stderr, re.M)
         assert snapshot and snapshot[1].startswith(f"{job.tmpdir}/ddp-snapshot-"), job.describe()
@@ -211,7 +202,6 @@ def test_the_recorded_ddp_inside_run_keeps_ddps_promises_and_a_printout_that_bre
 def test_ddp_inside_alone_prints_what_is_recorded_and_keeps_ddps_promises(jobs):
     job = succeeded(jobs["inside"].result())  # run where `snippets` and `tools` cannot be imported
     assert [p.name for p in job.cwd.iterdir()] == [INSIDE], "only the script, nothing else"
-    assert job.stdout.startswith("DDP: 2 processes, gloo\n"), job.describe()
     assert ddp_runs.inside_problems(job.stdout) == [], job.describe()
     assert_recorded(job, "ddp-inside.txt")
 
@@ -219,19 +209,17 @@ def test_ddp_inside_alone_prints_what_is_recorded_and_keeps_ddps_promises(jobs):
 @pytest.mark.parametrize("world_size", WORLD_SIZES)
 def test_every_world_size_trains_and_reports_the_same_exact_accuracy(jobs, world_size):
     job = succeeded(jobs[f"world size {world_size}"].result())
-    assert ranks_that_trained(job.stdout) == list(range(world_size)), job.describe()
+    trained = {int(rank) for rank in re.findall(r"^\[rank (\d+)\] Epoch: ", job.stdout, re.M)}
+    assert sorted(trained) == list(range(world_size)), job.describe()
     assert ddp_runs.trained_fully(job.stdout, world_size), job.describe()
     assert len(re.findall(r"^\[rank \d+\] Training accuracy", job.stdout, re.M)) == world_size
 
 
-def test_launchers_and_two_nodes_print_and_train_the_same(jobs, tmp):
-    spawn, torchrun = succeeded(jobs["spawn"].result()), succeeded(jobs["torchrun"].result())
-    in_rank_order = ddp_runs.in_rank_order
-    assert in_rank_order(torchrun.stdout) == in_rank_order(spawn.stdout), "the launchers differ, the training does not"
+def test_two_nodes_print_and_train_as_one_torchrun_does(jobs, tmp):
     nodes = [succeeded(job) for job in jobs["two nodes, USE_LIBUV=0"].result()]
     printed = "".join(job.stdout for job in nodes)  # each node prints its own rank's lines
-    assert in_rank_order(printed) == in_rank_order(torchrun.stdout)  # so ranks 0 and 1 trained, as with torchrun
-    assert_same_weights(tmp / "two-nodes.pt", tmp / "torchrun.pt")
+    torchrun = jobs["torchrun"].result().stdout  # the recorded run (test above): ranks 0 and 1 trained
+    assert ddp_runs.in_rank_order(printed) == ddp_runs.in_rank_order(torchrun)
     assert_same_weights(tmp / "two-nodes.pt")
 
 
@@ -257,9 +245,9 @@ def test_a_change_to_the_books_script_that_is_not_there_once_is_refused(tmp_path
 def test_the_books_factor_lines_and_the_numbers_the_pages_state_are_what_the_scripts_do(script, tmp_path):
     """Uncommenting the factor lines the pages name, and no others, makes the training set the pages say."""
     numbers = {name: number(ENGLISH) for name, number in ddp_numbers.NUMBERS.items()}
-    first, last, _ = ddp_numbers.factor_block(BOOK / script)
-    lines = (BOOK / script).read_text().splitlines(keepends=True)
-    lines[first - 1:last] = [line.replace("# ", "", 1) for line in lines[first - 1:last]]
+    block, lines = ddp_numbers.factor_block(BOOK / script), (BOOK / script).read_text().splitlines(keepends=True)
+    commented = slice(block["first"] - 1, block["last"])
+    lines[commented] = [line.replace("# ", "", 1) for line in lines[commented]]
     (tmp_path / script).write_text("".join(lines))
     as_shipped, with_factor = ddp_runs.training_loader(BOOK / script), ddp_runs.training_loader(tmp_path / script)
     assert len(as_shipped.dataset) == numbers["book.examples"] and as_shipped.batch_size == numbers["book.batch_size"]
