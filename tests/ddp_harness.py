@@ -107,11 +107,8 @@ def run_job(args, env=None, timeout=120, settle=10.0, cwd=ROOT, signal_when=None
 
 
 def assert_recorded(job, name):
-    """Assert that `job` ended as SCRIPT_RUNS[name] must and printed what scripts/outputs/NAME holds."""
-    run = SCRIPT_RUNS[name]
-    assert job.returncode == run.status and not job.survivors, (
-        f"`{run.command}` should exit with status {run.status}, leaving nothing behind:\n{job.describe()}")
-    path = SCRIPT_OUTPUTS / name
+    """Assert that `job` printed what scripts/outputs/NAME holds (how it must end: the caller's check)."""
+    run, path = SCRIPT_RUNS[name], SCRIPT_OUTPUTS / name
     assert path.exists(), f"{path.relative_to(ROOT)} is missing; record it with `make outputs`."
     diff = compare_text(path.read_text(), run.recorded(job.stdout, job.stderr), run_key(name), varying_patterns(), name)
     assert diff is None, (f"{path.relative_to(ROOT)} differs from what `{run.command}` prints now; if the "

@@ -139,18 +139,19 @@ def run_in_process(monkeypatch, capsys):
     return run
 
 
-BAD_INPUTS = [  # (script, arguments, what stderr says)
-    *[(SPAWN, f"--world-size {n}", f"DDP-script.py: error: --world-size {n}: the toy data is made for 1 to 8 "
-                                   "processes.") for n in (0, 9)],
-    (SPAWN, "--world-size two", "argument --world-size: invalid int value: 'two'"),
-    *[(TORCHRUN, args, "--epochs must be at least 1, and --timeout a number of seconds above 0.")
+BAD_INPUTS = [  # (script, arguments, GPUs visible, what stderr says)
+    *[(SPAWN, f"--world-size {n}", 0, f"DDP-script.py: error: --world-size {n}: the toy data is made for 1 to 8 "
+                                      "processes.") for n in (0, 9)],
+    (SPAWN, "--world-size two", 0, "argument --world-size: invalid int value: 'two'"),
+    (SPAWN, "--world-size 4", 2, "--world-size 4 needs 4 GPUs, one per process, but 2 are visible; use --world-size 2"),
+    *[(TORCHRUN, args, 0, "--epochs must be at least 1, and --timeout a number of seconds above 0.")
       for args in ("--epochs 0", "--timeout 0", "--timeout nan")],
 ]
 
 
-@pytest.mark.parametrize("script, args, message", BAD_INPUTS, ids=[args for _, args, _ in BAD_INPUTS])
-def test_bad_input_gives_one_clear_sentence(run_in_process, script, args, message):
-    assert message in run_in_process(script, args.split())
+@pytest.mark.parametrize("script, args, gpus, message", BAD_INPUTS, ids=[args for _, args, _, _ in BAD_INPUTS])
+def test_bad_input_gives_one_clear_sentence(run_in_process, script, args, gpus, message):
+    assert message in run_in_process(script, args.split(), gpus=gpus)
 
 
 @pytest.mark.parametrize("script, option", [(SPAWN, "--save"), (TORCHRUN, "--save"), (TORCHRUN, "--snapshot")])
@@ -165,11 +166,6 @@ def test_bad_path_stops_before_any_work(run_in_process, tmp_path, script, option
     assert stderr.endswith(f"error: {option} {path} cannot be written: give a file name in a folder that exists "
                            "and that you can write to.\n") and stderr.count("error:") == 1, stderr
     assert not (tmp_path / "missing").exists(), "nothing is made before the checks pass"
-
-
-def test_more_gpus_than_present_gives_one_clear_sentence(run_in_process):
-    stderr = run_in_process(SPAWN, ["--world-size", "4"], gpus=2)
-    assert "--world-size 4 needs 4 GPUs, one per process, but 2 are visible; use --world-size 2" in stderr
 
 
 def test_busy_or_bad_master_port_fails_fast_and_leaves_the_other_program_alone(run_in_process):
@@ -217,11 +213,13 @@ def test_bad_snapshot_is_refused_in_one_sentence(tmp_path, monkeypatch, change, 
     assert not (tmp_path / "code-ran").exists(), "the pickle's code ran"
 
 
-def test_truncated_snapshot_is_refused_and_training_does_not_start(jobs, tmp):
-    job = failed(jobs["truncated snapshot"].result(), bound=30, status=1)
-    refused = REFUSED.format(re.escape(str(tmp / "truncated.pt")))
-    assert re.search(rf"^\[rank 0\] error: {refused}$", job.stderr, re.M), job.describe()
-    assert "Epoch:" not in job.stdout and "Traceback" not in job.stderr, job.describe()  # training never starts
+# A snapshot that cannot be read (REFUSED names the path: test_bad_snapshot_...), a partner that never comes
+@pytest.mark.parametrize("launch, bound, error", [("truncated snapshot", 30, REFUSED.format(r"\S+/truncated\.pt")),
+                                                  ("peer never joins", TIMEOUT + 30, r".*1/2 clients joined.*")])
+def test_a_rank_that_cannot_start_says_why_in_one_line_and_training_does_not_start(jobs, launch, bound, error):
+    job = failed(jobs[launch].result(), bound=bound, status=1)
+    assert re.search(rf"^\[rank 0\] error: {error}$", job.stderr, re.M), job.describe()
+    assert "Epoch:" not in job.stdout and "Traceback" not in job.stderr, job.describe()
 
 
 RAISED = "RuntimeError: rank 1 raised this error on purpose"
@@ -244,12 +242,6 @@ def test_torchrun_rank_that_stalls_ends_the_job_after_the_timeout(jobs):
     assert re.search(rf"^\[rank 0\] error: .*Timed out waiting {TIMEOUT * 1000}ms", job.stderr, re.M), job.describe()
     # torchrun's own summary names the rank that failed
     assert re.search(r"rank\s*: 0 \(local_rank: 0\)\n\s*exitcode\s*: 1", job.stderr), job.describe()
-
-
-def test_peer_that_never_joins_ends_init_within_the_timeout(jobs):
-    job = failed(jobs["peer never joins"].result(), bound=TIMEOUT + 30, status=1)
-    assert re.search(r"^\[rank 0\] error: .*1/2 clients joined", job.stderr, re.M), job.describe()
-    assert "Traceback" not in job.stderr, job.describe()
 
 
 @pytest.mark.parametrize("signal_name, status", [("SIGINT", 130), ("SIGTERM", 143)])

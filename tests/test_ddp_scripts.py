@@ -38,16 +38,12 @@ def book_on_the_cpu(tmp):
 def two_nodes(tmp):
     """Two torchrun agents with one process each, meeting through a c10d rendezvous on loopback, with USE_LIBUV=0."""
     port = get_free_port()  # and the run's id
-
-    def node(rank):
-        return run_job(["-m", "torch.distributed.run", "--nnodes=2", "--nproc_per_node=1",
-                        "--rdzv-backend=c10d", f"--rdzv-endpoint=127.0.0.1:{port}", f"--rdzv-id=test-{port}",
-                        f"--node-rank={rank}", "--rdzv-conf=join_timeout=60", TORCHRUN,
-                        "--save", tmp / "two-nodes.pt", "--snapshot", tmp / "two-nodes-snapshot.pt"],
-                       env=ddp_runs.ddp_environment(USE_LIBUV="0"), timeout=150)
-
+    agent = ["-m", "torch.distributed.run", "--nnodes=2", "--nproc_per_node=1", "--rdzv-backend=c10d",
+             f"--rdzv-endpoint=127.0.0.1:{port}", f"--rdzv-id=test-{port}", "--rdzv-conf=join_timeout=60"]
+    script = [TORCHRUN, "--save", tmp / "two-nodes.pt", "--snapshot", tmp / "two-nodes-snapshot.pt"]
     with ThreadPoolExecutor(max_workers=2) as pool:
-        return list(pool.map(node, [0, 1]))
+        return list(pool.map(lambda rank: run_job([*agent, f"--node-rank={rank}", *script], timeout=150,
+                                                  env=ddp_runs.ddp_environment(USE_LIBUV="0")), [0, 1]))
 
 
 def without_destroy(tmp, script, *args):
@@ -139,11 +135,9 @@ def test_changed_parts_and_reasons_match_and_no_line_is_shown_moved_for_its_inde
     base, parts = script_diff.BASES[script].relative_to(ROOT), script_diff.compare(script)
     changed = {part.name for part in parts if part.diff}
     declared = set(script_diff.reasons().get(script, {}))
-    where = f"{script_diff.DECLARED.relative_to(ROOT)}, [{script[:-3]}.PART]"
-    assert not changed - declared, f"parts of scripts/{script} that differ from {base} without a reason ({where}): " \
-                                   f"{sorted(changed - declared)}"
-    assert not declared - changed, f"reasons for parts of scripts/{script} that no longer differ from {base} " \
-                                   f"({where}): {sorted(declared - changed)}"
+    assert changed == declared, (f"{script_diff.DECLARED.relative_to(ROOT)}, [{script[:-3]}.PART]: parts of scripts/"
+                                 f"{script} that differ from {base} without a reason: {sorted(changed - declared)}; "
+                                 f"reasons for parts that no longer differ: {sorted(declared - changed)}")
     for part in parts:  # no line shown removed and added again only for its indentation
         removed, added = ({line[1:] for line in part.diff if line[0] == sign} for sign in "-+")
         again = {a.strip() for a in added for r in removed if a.strip() == r.strip() != "" and a != r}
@@ -230,7 +224,7 @@ def test_leaving_without_destroy_process_group_is_caught(jobs, launcher):
 
 
 def test_the_books_script_on_the_cpu_prints_what_is_recorded(jobs):
-    job = jobs["book on the CPU"].result()
+    job = succeeded(jobs["book on the CPU"].result())
     assert_recorded(job, BOOK_ON_CPU)
     assert ddp_runs.trained_fully(job.stdout.replace("[GPU", "[rank "), 2), job.describe()
 
