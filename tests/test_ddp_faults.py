@@ -46,8 +46,8 @@ def tmp(tmp_path_factory):
     return tmp_path_factory.mktemp("ddp-faults")
 
 
-def with_fault(fault):  # scripts/fault-injection: the last rank raises, is killed or stalls after its 6th step
-    return environment(PYTHONPATH=str(FAULT_INJECTION), FAULT=fault)
+def with_fault(fault, folder=FAULT_INJECTION):  # its sitecustomize: the last rank raises, is killed or stalls
+    return environment(PYTHONPATH=str(folder), FAULT=fault)
 
 
 def printed(text, signum):  # signum to the launcher once stdout shows `text` (run_job's signal_when)
@@ -85,8 +85,7 @@ def jobs(tmp):
         "spawn SIGTERM": lambda: run_job([SPAWN, *LONG], env=env, signal_when=printed("Epoch: 001/", signal.SIGTERM)),
         "peer never joins": lambda: run_job([TORCHRUN, "--timeout", TIMEOUT], env=lonely),
         "spawn raise": lambda: run_job([SPAWN], env=with_fault("raise")),
-        "spawn raise, partner first": lambda: run_job([SPAWN], env=environment(
-            PYTHONPATH=str(ROOT / "tests" / "partner_first"), FAULT="raise")),
+        "spawn raise, partner first": lambda: run_job([SPAWN], env=with_fault("raise", ROOT / "tests/partner_first")),
         "spawn kill": lambda: run_job([SPAWN], env=kill),
         "truncated snapshot": lambda: run_job([TORCHRUN, "--snapshot", tmp / "truncated.pt"], env=env),
         "Ctrl-C, spawn launcher starting": lambda: run_job([SPAWN], env=env, signal_when=ctrl_c_loading_torch()),
@@ -116,9 +115,9 @@ def failed(job, bound, status=None, fault=None):
 
 @pytest.fixture
 def run_in_process(monkeypatch, capsys):
-    """run(script, args, env, status, gpus): run a script's `__main__` here, in environment(**env), seeing `gpus` GPUs
-    and installing no signal handler, for a check that stops it before it starts a process; assert that it exited
-    with `status` within 10 s, printing nothing and no traceback; return its stderr."""
+    """run(script, args, env, status, gpus): a script's `__main__` run here, in environment(**env), seeing `gpus` GPUs
+    and setting no signal handler, that must exit with `status` within 10 s, printing nothing and no traceback, before
+    it starts a process; its stderr."""
     def run(script, args=(), env=None, status=2, gpus=0):
         monkeypatch.setattr(sys, "argv", [str(ROOT / script), *map(str, args)])
         monkeypatch.setattr(torch.multiprocessing, "spawn", Mock(side_effect=AssertionError(f"{script} started ranks")))
@@ -192,10 +191,9 @@ BAD_SNAPSHOTS = {
     "a missing key": (lambda s: {**s, "model": {k: v for k, v in s["model"].items() if k != "layers.4.bias"}},
                       'Missing key(s) in state_dict: "layers.4.bias"'),
     "a plain state_dict": (lambda s: s["model"], "it needs exactly the keys epochs_done, model and optimizer"),
-    "epochs_done a string": (lambda s: {**s, "epochs_done": "3"},
-                             "epochs_done is '3', not a whole number from 0 to --epochs 3"),
-    "epochs_done too large": (lambda s: {**s, "epochs_done": 99}, "epochs_done is 99, not a whole number"),
-    "epochs_done negative": (lambda s: {**s, "epochs_done": -5}, "epochs_done is -5, not a whole number"),
+    **{f"epochs_done {done!r}": (lambda s, done=done: {**s, "epochs_done": done},
+                                 f"epochs_done is {done!r}, not a whole number from 0 to --epochs 3")
+       for done in ("3", 99, -5)},
     "no param_groups": (lambda s: {**s, "optimizer": {"state": {}}}, "KeyError: 'param_groups'"),
     "a NaN weight": (lambda s: {**s, "model": {**s["model"], "layers.4.bias": torch.tensor([torch.nan, 0.0])}},
                      "its weights are not all finite numbers"),
@@ -222,10 +220,10 @@ def test_a_rank_that_cannot_start_says_why_in_one_line_and_training_does_not_sta
     assert "Epoch:" not in job.stdout and "Traceback" not in job.stderr, job.describe()
 
 
+# "partner first": its partner's error reaches join() first (tests/partner_first); the rank that raised is named.
 RAISED = "RuntimeError: rank 1 raised this error on purpose"
 
 
-# "partner first": its partner's error reaches join() first (tests/partner_first); the rank that raised is named.
 @pytest.mark.parametrize("fault, message", [("raise", RAISED), ("raise, partner first", RAISED),
                                             ("kill", "process 1 terminated with signal SIGKILL")])
 def test_rank_that_raises_or_is_killed_ends_the_job(jobs, fault, message):
@@ -285,8 +283,7 @@ def test_torchrun_workers_stop_when_their_agent_is_killed(jobs):
 
 def test_torchrun_restarts_a_killed_worker_and_ends_with_the_same_weights(jobs, tmp):
     job = jobs["torchrun recovers"].result()
-    assert job.returncode == 0, job.describe()
-    assert not job.survivors, job.survivors
+    assert job.returncode == 0 and not job.survivors, f"left behind: {job.survivors}\n{job.describe()}"
     assert "[rank 1] fault kill:" in job.stderr, "the fault never happened"
     assert f"resuming from {tmp / 'recovery-snapshot.pt'} after epoch 1" in job.stderr, job.describe()
     assert trained_fully(job.stdout, 2), job.describe()

@@ -252,8 +252,7 @@ def test_the_books_factor_lines_and_the_numbers_the_pages_state_are_what_the_scr
 def test_gpu_check_without_cuda_says_so_in_one_sentence_and_fails():
     gpu_outputs = sorted((SCRIPTS / "outputs").rglob("gpu/*"))
     status, _, stderr = run([sys.executable, "-m", "tools.gpu_check"], 120, cwd=ROOT, env=ddp_runs.ddp_environment())
-    assert status == 1, stderr
-    assert stderr == (f"gpu-check needs a CUDA GPU, and torch {torch.__version__} sees none on this "
-                             "machine; run `make gpu-check` on a machine with an NVIDIA GPU and a CUDA build "
-                             "of torch.\n")
+    assert (status, stderr) == (1, f"gpu-check needs a CUDA GPU, and torch {torch.__version__} sees none on this "
+                                   "machine; run `make gpu-check` on a machine with an NVIDIA GPU and a CUDA build of "
+                                   "torch.\n")
     assert sorted((SCRIPTS / "outputs").rglob("gpu/*")) == gpu_outputs, "nothing is recorded"
