@@ -19,8 +19,7 @@ from torch.utils.data import DataLoader
 from torch.utils.data.distributed import DistributedSampler
 
 from tools import ROOT
-from tools.ddp_runs import SCRIPT_RUNS, load_script, run_key, training_data
-from tools.ddp_runs import ddp_environment as environment
+from tools.ddp_runs import SCRIPT_RUNS, ddp_environment, load_script, run_key, training_data
 from tools.page_runner import compare_text, end_group, process_group, survivors
 from tools.store import SCRIPT_OUTPUTS, varying_patterns
 
@@ -61,7 +60,7 @@ def run_alone(tmp, script, *args, launcher=(), code=None, **env):
     `snippets` or `tools` and checks destroy_process_group; `launcher`: the arguments before the script's."""
     folder = Path(tempfile.mkdtemp(prefix="alone-", dir=tmp))
     (folder / script).write_text(code or (SCRIPTS / script).read_text())
-    return run_job([*launcher, script, *args], env=environment(PYTHONPATH=str(ALONE), **env), cwd=folder)
+    return run_job([*launcher, script, *args], env=ddp_environment(PYTHONPATH=str(ALONE), **env), cwd=folder)
 
 
 def run_job(args, env=None, timeout=120, settle=10.0, cwd=ROOT, signal_when=None):
@@ -73,7 +72,7 @@ def run_job(args, env=None, timeout=120, settle=10.0, cwd=ROOT, signal_when=None
     command = [sys.executable, *map(str, args)]
     out, err, signalled_at = [], [], None
     with tempfile.TemporaryDirectory(prefix="ddp-job-") as tmpdir:
-        env = {**(environment() if env is None else env), "TMPDIR": tmpdir}
+        env = {**(ddp_environment() if env is None else env), "TMPDIR": tmpdir}
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(WHOLE_LINES), env.get("PYTHONPATH")]))
         start = time.monotonic()
 

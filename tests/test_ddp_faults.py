@@ -17,8 +17,7 @@ import torch
 from ddp_harness import ROOT, SPAWN, TORCHRUN, TORCHRUN_2, assert_recorded, assert_same_weights, run_job
 from torch.distributed.elastic.utils.distributed import get_free_port
 
-from tools.ddp_runs import FAULT_INJECTION, load_script, trained_fully
-from tools.ddp_runs import ddp_environment as environment
+from tools.ddp_runs import FAULT_INJECTION, ddp_environment, load_script, trained_fully
 
 TIMEOUT = 5  # --timeout of the jobs that wait for a rank that never answers
 LONG = ["--epochs", "300"]  # a run that is still training when it is signalled
@@ -47,7 +46,7 @@ def tmp(tmp_path_factory):
 
 
 def with_fault(fault, folder=FAULT_INJECTION):  # its sitecustomize: the last rank raises, is killed or stalls
-    return environment(PYTHONPATH=str(folder), FAULT=fault)
+    return ddp_environment(PYTHONPATH=str(folder), FAULT=fault)
 
 
 def printed(text, signum):  # signum to the launcher once stdout shows `text` (run_job's signal_when)
@@ -70,8 +69,8 @@ def jobs(tmp):
     torch.save(good_snapshot(), whole := tmp / "whole.pt")
     (tmp / "truncated.pt").write_bytes(whole.read_bytes()[: whole.stat().st_size // 2])
     # The environments are made here, not in the threads: `run_in_process` changes os.environ meanwhile.
-    env, kill, stall = environment(), with_fault("kill"), with_fault("stall")
-    lonely = environment(RANK="0", WORLD_SIZE="2", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(get_free_port()))
+    env, kill, stall = ddp_environment(), with_fault("kill"), with_fault("stall")
+    lonely = ddp_environment(RANK="0", WORLD_SIZE="2", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(get_free_port()))
     launches = {
         "torchrun recovers": lambda: run_job(
             [*TORCHRUN_2, "--max-restarts=3", TORCHRUN, "--timeout", "20", "--save", tmp / "recovered.pt",
@@ -115,9 +114,9 @@ def failed(job, bound, status=None, fault=None):
 
 @pytest.fixture
 def run_in_process(monkeypatch, capsys):
-    """run(script, args, env, status, gpus): a script's `__main__` run here, in environment(**env), seeing `gpus` GPUs
-    and setting no signal handler, that must exit with `status` within 10 s, printing nothing and no traceback, before
-    it starts a process; its stderr."""
+    """run(script, args, env, status, gpus): a script's `__main__` run here, in ddp_environment(**env), seeing `gpus`
+    GPUs and setting no signal handler, that must exit with `status` within 10 s, printing nothing and no traceback,
+    before it starts a process; its stderr."""
     def run(script, args=(), env=None, status=2, gpus=0):
         monkeypatch.setattr(sys, "argv", [str(ROOT / script), *map(str, args)])
         monkeypatch.setattr(torch.multiprocessing, "spawn", Mock(side_effect=AssertionError(f"{script} started ranks")))
@@ -127,7 +126,7 @@ def run_in_process(monkeypatch, capsys):
         monkeypatch.setattr(signal, "signal", lambda number, handler: signal.getsignal(number))
         start = time.monotonic()
         # patch.dict also removes what the script sets for its ranks (MASTER_ADDR, MASTER_PORT, ...)
-        with patch.dict(os.environ, environment(**(env or {})), clear=True), pytest.raises(SystemExit) as exit:
+        with patch.dict(os.environ, ddp_environment(**(env or {})), clear=True), pytest.raises(SystemExit) as exit:
             runpy.run_path(str(ROOT / script), run_name="__main__")
         seconds, captured = time.monotonic() - start, capsys.readouterr()
         assert captured.out == "", "nothing may be printed before the checks pass"
@@ -154,13 +153,12 @@ def test_bad_input_gives_one_clear_sentence(run_in_process, script, args, gpus, 
 
 
 @pytest.mark.parametrize("script, option", [(SPAWN, "--save"), (TORCHRUN, "--save"), (TORCHRUN, "--snapshot")])
-@pytest.mark.parametrize("case", ["parent is a file", "folder missing", "path is a folder", "dot",
-                                  "folder not writable"])
-def test_bad_path_stops_before_any_work(run_in_process, tmp_path, script, option, case):
+# /sys: no one, root included, can create a file there
+@pytest.mark.parametrize("path", ["a-file/w.pt", "missing/w.pt", "a-folder", ".", "/sys/w.pt"])
+def test_bad_path_stops_before_any_work(run_in_process, tmp_path, monkeypatch, script, option, path):
+    monkeypatch.chdir(tmp_path)
     (tmp_path / "a-file").write_text("not a folder")
-    path = {"parent is a file": tmp_path / "a-file" / "w.pt", "folder missing": tmp_path / "missing" / "w.pt",
-            "path is a folder": tmp_path, "dot": Path("."),
-            "folder not writable": Path("/sys/w.pt")}[case]  # no one, root included, can create a file there
+    (tmp_path / "a-folder").mkdir()
     stderr = run_in_process(script, [option, path])
     assert stderr.endswith(f"error: {option} {path} cannot be written: give a file name in a folder that exists "
                            "and that you can write to.\n") and stderr.count("error:") == 1, stderr

@@ -74,14 +74,12 @@ def fill(html: str, edition) -> tuple[str, list[str]]:
     problems = []
 
     def number(match):
-        if match[1] not in NUMBERS:
-            problems.append(f"<!-- ddp {match[1]} --> names no number that tools/ddp_numbers.py computes; use one "
-                            f"of {', '.join(NUMBERS)}.")
-            return match[0]
         try:
             return str(NUMBERS[match[1]](edition))
-        except Exception as error:  # a script or a recording that no longer reads as this module expects
-            problems.append(f"<!-- ddp {match[1]} --> cannot be computed ({error!r}); make tools/ddp_numbers.py "
+        except Exception as error:  # no such number, or a script or a recording that no longer reads as expected
+            problems.append(f"<!-- ddp {match[1]} --> names no number that tools/ddp_numbers.py computes; use one "
+                            f"of {', '.join(NUMBERS)}." if match[1] not in NUMBERS else
+                            f"<!-- ddp {match[1]} --> cannot be computed ({error!r}); make tools/ddp_numbers.py "
                             "read the scripts and their recordings as they are now.")
             return match[0]
 

@@ -85,8 +85,7 @@ SCRIPT_RUNS = {
                                          ("book/DDP-script.py",), changes=BOOK_ON_CPU),
     "DDP-script-fault-kill.txt": ScriptRun(
         "PYTHONPATH=scripts/fault-injection FAULT=kill python scripts/DDP-script.py",
-        ("scripts/DDP-script.py",), status=1,
-        env=(("PYTHONPATH", str(FAULT_INJECTION)), ("FAULT", "kill"))),
+        ("scripts/DDP-script.py",), status=1, env=(("PYTHONPATH", str(FAULT_INJECTION)), ("FAULT", "kill"))),
     "ddp-inside.txt": ScriptRun("python scripts/ddp-inside.py", ("scripts/ddp-inside.py",),
                                 page="a9-multi-gpu-training.md"),
 }
