@@ -42,7 +42,7 @@ class Job:
     stdout: str
     stderr_lines: list  # (seconds since the start, line)
     seconds: float  # from the start to the exit of the launching process
-    survivors: list  # "pid command" of the job's processes alive `settle` s after the launcher exited
+    survivors: list  # "pid command" of the job's processes alive 10 s after the launcher exited
     leftovers: list  # names of the files the job left in its TMPDIR
     signalled_at: float | None  # seconds from the start to the signal sent (`signal_when`)
 
@@ -63,10 +63,10 @@ def run_alone(tmp, script, *args, launcher=(), code=None, **env):
     return run_job([*launcher, script, *args], env=ddp_environment(PYTHONPATH=str(ALONE), **env), cwd=folder)
 
 
-def run_job(args, env=None, timeout=120, settle=10.0, cwd=ROOT, signal_when=None):
+def run_job(args, env=None, timeout=120, cwd=ROOT, signal_when=None):
     """Run `python ARGS...` in a process group and a TMPDIR of its own, ended after `timeout` s; return a Job.
     Once the launcher has exited, the processes with the group's tag (torchrun's workers, in sessions of their own,
-    carry it too) get `settle` s to go (multiprocessing's resource tracker took over 2 s on a busy machine); any
+    carry it too) get 10 s to go (multiprocessing's resource tracker took over 2 s on a busy machine); any
     left are its survivors, and are ended. signal_when=(when, send): send(the launcher's pid) once when(the launcher,
     a psutil.Process, and stdout so far) is true; asked every 50 ms."""
     command = [sys.executable, *map(str, args)]
@@ -97,7 +97,7 @@ def run_job(args, env=None, timeout=120, settle=10.0, cwd=ROOT, signal_when=None
                         signal_when[1](process.pid)
                 time.sleep(0.05)
             seconds = time.monotonic() - start
-            left = survivors(process.tag, settle)  # ended as process_group exits
+            left = survivors(process.tag, 10)  # ended as process_group exits
         # torch keeps a compiler cache there (torchinductor_USER): not the job's doing
         leftovers = sorted(p.name for p in Path(tmpdir).iterdir() if not p.name.startswith("torchinductor_"))
     return Job(command, Path(cwd), Path(tmpdir), process.returncode, stdout="".join(line for _, line in out),

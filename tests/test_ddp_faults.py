@@ -272,7 +272,7 @@ def test_ctrl_c_while_the_run_starts_stops_it_with_no_traceback_of_ours(jobs, la
 def test_torchrun_workers_stop_when_their_agent_is_killed(jobs):
     job = jobs["torchrun agent killed"].result()
     assert job.signalled_at is not None and job.returncode == -signal.SIGKILL, job.describe()
-    assert not job.survivors, f"workers outlived their agent by 10 s (run_job's settle): {job.survivors}"
+    assert not job.survivors, f"workers outlived their agent by 10 s: {job.survivors}"
     # The default snapshot stays on purpose, and the message said where and until when.
     assert (named := re.search(r"^snapshot file: (\S+) \(removed when training completes; after a failure it stays, "
                                r"to resume with --snapshot\)$", job.stderr, re.M)), job.describe()
