@@ -152,8 +152,8 @@ def test_bad_input_gives_one_clear_sentence(run_in_process, script, args, gpus, 
     assert message in run_in_process(script, args.split(), gpus=gpus)
 
 
-@pytest.mark.parametrize("script, option", [(SPAWN, "--save"), (TORCHRUN, "--save"), (TORCHRUN, "--snapshot")])
 # /sys: no one, root included, can create a file there
+@pytest.mark.parametrize("script, option", [(SPAWN, "--save"), (TORCHRUN, "--save"), (TORCHRUN, "--snapshot")])
 @pytest.mark.parametrize("path", ["a-file/w.pt", "missing/w.pt", "a-folder", ".", "/sys/w.pt"])
 def test_bad_path_stops_before_any_work(run_in_process, tmp_path, monkeypatch, script, option, path):
     monkeypatch.chdir(tmp_path)
