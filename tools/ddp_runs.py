@@ -20,9 +20,8 @@ RANK_LINE = re.compile(r"\[(?:rank |GPU)(\d+)\] ")  # ours print [rank 0], the b
 def in_rank_order(stdout: str) -> str:
     """A DDP run's lines, each rank's together in the order it printed them, rank after rank (lines of no rank
     first): the ranks interleave differently on every run, so the pages show a run this way, and say so."""
-    def rank(line):
-        return int(match[1]) if (match := RANK_LINE.match(line)) else -1
-    return "".join(sorted(stdout.splitlines(keepends=True), key=rank))
+    return "".join(sorted(stdout.splitlines(keepends=True),
+                          key=lambda line: int(match[1]) if (match := RANK_LINE.match(line)) else -1))
 
 
 def trained_fully(stdout: str, world_size: int) -> bool:
@@ -34,16 +33,14 @@ def trained_fully(stdout: str, world_size: int) -> bool:
 @dataclass(frozen=True)
 class ScriptRun:
     """A recorded run: the command a reader types, the arguments after `python`. One that trains is recorded from
-    stdout, the same bytes on every run (notes that change go to stderr); a failing one from stderr. `page`: the page
-    under whose name check-appendix-a.py runs the script too (tools/checker.py). `changes`: (old, new) pairs made in
-    a copy of the script, each old text found exactly once."""
+    stdout, the same bytes on every run (notes that change go to stderr); a failing one from stderr."""
 
     command: str
     args: tuple
     status: int = 0  # the exit status the run must have
     env: tuple = ()  # (name, value) pairs the command sets
-    changes: tuple = ()
-    page: str | None = None
+    changes: tuple = ()  # (old, new) pairs made in a copy of the script, each old text found exactly once
+    page: str | None = None  # the page under whose name check-appendix-a.py runs the script too (tools/checker.py)
 
     def recorded(self, stdout: str, stderr: str) -> str:
         return stderr if self.status else in_rank_order(stdout)
@@ -88,8 +85,7 @@ SCRIPT_RUNS = {
                                          ("book/DDP-script.py",), changes=BOOK_ON_CPU),
     "DDP-script-fault-kill.txt": ScriptRun(
         "PYTHONPATH=scripts/fault-injection FAULT=kill python scripts/DDP-script.py",
-        ("scripts/DDP-script.py",), status=1,
-        env=(("PYTHONPATH", str(FAULT_INJECTION)), ("FAULT", "kill"))),
+        ("scripts/DDP-script.py",), status=1, env=(("PYTHONPATH", str(FAULT_INJECTION)), ("FAULT", "kill"))),
     "ddp-inside.txt": ScriptRun("python scripts/ddp-inside.py", ("scripts/ddp-inside.py",),
                                 page="a9-multi-gpu-training.md"),
 }
