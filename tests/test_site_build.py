@@ -135,25 +135,25 @@ HAN = re.compile(r"[\u4e00-\u9fff]")
 ENGLISH_ONLY = "authoring.md"  # a maintainers' page: the Chinese edition shows it in English
 
 
-def _words_a_reader_sees(page_html: str) -> dict[str, list[str]]:
-    """Prose, titles, captions, alt texts and the interface (labels, nav, chrome, Material's scripts' words)."""
-    soup = BeautifulSoup(page_html, "html.parser")
+def words_a_reader_sees(page: Path) -> dict[str, list[str]]:
+    """The words of a built page by where they are: its prose, its blocks' (and tabs') titles, what it draws and its
+    interface (title, chrome, labels, alt texts, Material's scripts' words). Inline code, and English in italics (an
+    error message as printed), read `…`: a word of their own, which no check takes for English."""
+    soup = BeautifulSoup(page.read_text(), "html.parser")
     config = soup.select_one("script#__config")
     interface = list(json.loads(config.string)["translations"].values()) if config else []
-    without(soup, "[lang]:not(html), script, style, math, .headerlink")  # e.g. the other edition's line
-    interface += [element.get(attribute) for element in soup.select("[title], [aria-label], [placeholder]")
-                  for attribute in ("title", "aria-label", "placeholder") if element.get(attribute)]
-    interface += [chrome.get_text(" ", strip=True) for chrome in soup.select(".md-nav__link, .md-header, .md-footer")]
+    interface += [element[attribute] for attribute in ("title", "aria-label", "alt", "placeholder")
+                  for element in soup.select(f"[{attribute}]")]
+    without(soup, "[lang]:not(html), pre, math, script, style, .headerlink")  # e.g. the other edition's line
+    for code in soup.select("code") + [em for em in soup.select("article em") if not HAN.search(em.get_text())]:
+        code.string = "`…`"
     article = soup.select_one("article") or soup
-    for quoted in [em for em in article.select("em") if not HAN.search(em.get_text())]:  # an error message, as printed
-        quoted.decompose()
-    titles = [element.get_text(" ", strip=True) for element in article.select(
-        ".filename, .admonition-title, .tabbed-labels label, summary")]
-    captions = [element.get_text(" ", strip=True) for element in article.select("figcaption")]
-    captions += [image["alt"] for image in article.select("img[alt]")]
-    without(article, "pre, code, svg, .filename, .admonition-title, .tabbed-labels, figcaption")
-    prose = [element.get_text(" ", strip=True) for element in article.select("p, li, h1, h2, h3, h4, td, th")]
-    return {"prose": prose, "titles": titles, "captions": captions, "interface": interface}
+    places = {"prose": (article, "h1, h2, h3, h4, p, li, td, th, figcaption, summary, .admonition-title"),
+              "titles": (article, ".filename, .tabbed-labels label"), "drawn": (soup, "svg text"),
+              "interface": (soup, "title, .md-nav__link, .md-header, .md-footer")}
+    seen = {kind: [element.get_text("") for element in root.select(where)] for kind, (root, where) in places.items()}
+    seen["interface"] += interface
+    return seen
 
 
 # Two or more English words in a row, which a Chinese page should not show but for names (of products, people, the
@@ -210,48 +210,38 @@ ORDINALS = (re.compile(r"第\s*\d"), re.compile(rf"第[一{NUMERAL}]"))  # each:
 BULLET_LEAD = re.compile(r"^[ \t]*(?:[-*+]|\d+\.)[ \t]+\*\*(.+?)\*\*(.?)", re.M)
 
 
-def unspaced(text: str) -> list[str]:
-    """Where `text` breaks the spacing rule: each pair of characters (or space), in its context."""
+def unspaced(text: str) -> list[str]:  # each pair of characters (or space) that breaks the rule, in its context
     text = claims.FENCE.sub("", text)
     return [f"{m[0]} in {text[max(0, m.start() - 15):m.end() + 15]!r}" for m in UNSPACED.finditer(text)]
 
 
-def unspaced_pairs(text: str) -> list[str]:
-    return [found.split(" in ")[0] for found in unspaced(text)]
-
-
-def mixed_numerals(text: str) -> list[str]:
-    """The sentences of `text` that count, or number, in both digits and Chinese numerals."""
+def mixed_numerals(text: str) -> list[str]:  # the sentences that count, or number, in digits and in Chinese numerals
     return [sentence.strip() for sentence in re.split(r"[。！？\n]", claims.FENCE.sub("", text))
             if any(digits.search(sentence) and numerals.search(sentence) for digits, numerals in (COUNTS, ORDINALS))]
 
 
 def loose_leads(markdown: str) -> list[str]:
-    """The list items of `markdown` whose bold lead ends in punctuation, or is followed by a space or by punctuation
-    other than the colon (or a parenthesis before it)."""
     return [m[0].strip() for m in BULLET_LEAD.finditer(markdown)
             if m[1][-1] in "，。、；：？！" or m[2] in " \t，。、；？！"]
 
 
 @pytest.mark.parametrize(("check", "text", "found"), [
-    (english_runs, "输出 · 录制于 torch 2.13.0+cpu，CPU only, 2 cores", ["CPU only"]),
-    (english_runs, "在 NVIDIA GPU 上，Expected all tensors 与 `scripts/DDP-script.py` 的“Set sampler in DDP example”"
-     "（world size）", ["Expected all tensors"]),
+    (english_runs, "输出 · 录制于 torch 2.13.0+cpu，CPU only, 2 cores。在 NVIDIA GPU 上，Expected all tensors 与 "
+     "`scripts/DDP-script.py` 的“Set sampler in DDP example”（world size）", ["CPU only", "Expected all tensors"]),
     (lambda text: [found.split(": ")[1].split(" where")[0] for found in glossary_problems({"docs-zh/a6.md": text})],
      "在 macOS 上使用笔记本时，用 2 个 GPU 的笔记本电脑", ["'笔记本'", "'个 GPU'"]),
-    (unspaced_pairs, "本站 · DDP-script.py：main，与DDP-script.py的差异", ["与D", "y的"]),
-    (unspaced_pairs, "第19个单元格，用`torch.save`保存", ["第1", "9个", "用`", "`保"]),
-    (unspaced_pairs, "第 19 个单元格，用 `torch.save` 保存（见 A.8）。\n```bash\n# 在每个节点上运行torchrun\n```", []),
-    (unspaced_pairs, "- **防火墙。** 挡住端口\n1.2×（spawn） 和 1.5×\n## 有多快？ { #fast }\n| 1（不用 DDP） | 2 |",
-     ["。** ", "） "]),
+    (lambda text: [found.split(" in ")[0] for found in unspaced(text)],
+     "本站 · DDP-script.py：main，与DDP-script.py的差异\n第19个单元格，用`torch.save`保存\n"
+     "第 19 个单元格，用 `torch.save` 保存（见 A.8）。\n```bash\n# 在每个节点上运行torchrun\n```\n"
+     "- **防火墙。** 挡住端口\n1.2×（spawn） 和 1.5×\n"
+     "## 有多快？ { #fast }\n| 1（不用 DDP） | 2 |", ["与D", "y的", "第1", "9个", "用`", "`保", "。** ", "） "]),
     (mixed_numerals, "rank 1 在第六步（第 2 轮的第一步）之后被杀死。书中的五个样本，共 20 个样本。"
      "第 6 步（第 2 轮的第 1 步）。用一个进程训练 20 个样本。两块 GPU。第一层有 50·30 + 30 个。A.5 节讲第三个", [
          "rank 1 在第六步（第 2 轮的第一步）之后被杀死", "书中的五个样本，共 20 个样本"]),
     (loose_leads, "- **防火墙。** 挡住\n- **IPv6**。主机\n- **选错了网卡**，可能\n1. **张量库** 是\n"
      "- **防火墙**：挡住\n- **卡住**（死锁）：其他\n- **张量**（A.2）是\n- **计算图**记录", [
          "- **防火墙。**", "- **IPv6**。", "- **选错了网卡**，", "1. **张量库**"]),
-], ids=["English and a version", "English and names", "glossary", "unspaced name", "unspaced code", "spaced",
-        "spaced by punctuation", "numerals", "bullet leads"])
+], ids=["English", "glossary", "spacing", "numerals", "bullet leads"])
 def test_a_check_of_the_chinese_text_finds_what_it_should_and_nothing_else(check, text, found):
     assert check(text) == found
 
@@ -267,37 +257,34 @@ def test_the_chinese_sources_use_the_glossarys_terms_spacing_and_bullet_leads():
     assert not leads, f"{len(leads)} bullet leads without a full-width colon (**防火墙**：…):\n" + "\n".join(leads)
 
 
-def test_the_built_chinese_pages_space_and_count_as_the_rules_say_and_the_404_page_is_in_chinese(built_site):
-    """As a reader sees them: the tools' sentences filled in, inline code as a word, the chrome's words."""
-    seen = _words_a_reader_sees((built_site / "zh" / "404.html").read_text())
-    left = [run for texts in seen.values() for text in texts for run in english_runs(text)]
-    assert not left, f"zh/404.html shows English: {left}"
-    found, mixed = [], []
+def test_the_built_chinese_pages_are_in_chinese_and_space_and_count_as_the_rules_say(built_site):
+    """As a reader sees them, the tools' sentences filled in, the chrome's words, the 404 page: no English but names,
+    glossed terms and code (Authoring, for maintainers, aside), no prose in English only, every page translated."""
+    problems = []
     for page in sorted((built_site / CHINESE.prefix).rglob("*.html")):
         if Path(ENGLISH_ONLY).stem in page.parts:  # Authoring, in English: its glossary lists the variants to avoid
             continue
-        soup = without(BeautifulSoup(page.read_text(), "html.parser"), "pre, math, script, style, [lang]:not(html)")
-        for code in soup.select("code"):
-            code.string = "code"
-        texts = [element.get_text("") for element in soup.select(
-            "title, h1, h2, h3, h4, p, li, td, th, figcaption, summary, .filename, .admonition-title, svg text")]
-        texts += [element[attribute] for attribute in ("title", "aria-label", "alt")
-                  for element in soup.select(f"[{attribute}]")]
-        found += [f"{page.relative_to(built_site)}: {pair}" for text in texts for pair in unspaced(text)]
-        mixed += [f"{page.relative_to(built_site)}: {sentence}" for text in texts for sentence in mixed_numerals(text)]
-    found, mixed = list(dict.fromkeys(found)), list(dict.fromkeys(mixed))
-    assert not found, f"{len(found)} places spaced against the rule:\n" + "\n".join(found)
-    assert not mixed, f"{len(mixed)} sentences that count in digits and in Chinese numerals:\n" + "\n".join(mixed)
+        name, seen = page.relative_to(built_site), words_a_reader_sees(page)
+        problems += [f"{name}: English where a Chinese reader expects Chinese: {run!r} in {text[:80]!r}"
+                     for kind in ("prose", "titles", "interface") for text in seen[kind] for run in english_runs(text)]
+        for text in (text for texts in seen.values() for text in texts):  # diagrams, plots too
+            problems += [f"{name}: spaced against the rule: {pair}" for pair in unspaced(text)]
+            problems += [f"{name}: counts in digits and in Chinese numerals: {sentence}"
+                         for sentence in mixed_numerals(text)]
+        problems += [f"{name}: prose in English only: {text[:200]!r}" for text in seen["prose"]
+                     if len(re.findall(r"[A-Za-z]", text)) >= 12 and not HAN.search(text)]
+        characters = sum(len(HAN.findall(text)) for text in seen["prose"])
+        if characters < 300 and page.name != "404.html":
+            problems.append(f"{name} has {characters} Chinese characters: is it translated?")
+    problems = list(dict.fromkeys(problems))
+    assert not problems, f"{len(problems)} problems:\n" + "\n".join(problems)
 
 
 def test_a_term_with_a_gloss_reads_as_the_glossary_says_where_a_reader_first_meets_it(built_site):
     """rank（进程编号）, world size（进程总数）, 轮（epoch）…: the first use in reading order (the nav's pages, what
     the tools wrote included, code aside) is the glossary's `first_use`; a use inside （…） glosses another word."""
-    prose = ""
-    for _, url in nav_pages(CHINESE):
-        article = without(soup_of(built_site, url).select_one("article"), "pre, code, svg, math, script, style, "
-                          ".headerlink, [lang]")
-        prose += article.get_text("")
+    prose = "".join(without(soup_of(built_site, url).select_one("article"), "pre, code, svg, math, script, style, "
+                            ".headerlink, [lang]").get_text("") for _, url in nav_pages(CHINESE))
     glosses = [m.span() for m in re.finditer(r"（[^）]*）", prose)]
     problems = []
     for term in (term for term in tomllib.loads(GLOSSARY.read_text())["term"] if "first_use" in term):
@@ -309,9 +296,9 @@ def test_a_term_with_a_gloss_reads_as_the_glossary_says_where_a_reader_first_mee
 
 
 @pytest.mark.parametrize(("english", "chinese"), PAIRS, ids=[zh[1] for _, zh in PAIRS])
-def test_a_chinese_page_is_in_chinese_matches_its_english_page_and_links_to_it(english, chinese, built_site):
-    """The same blocks, plots, diagrams, tables and anchors; each in its language, switching to the other; the Chinese
-    in Chinese (but Authoring, for maintainers); a notebook's page links its chapters and Colab."""
+def test_a_chinese_page_matches_its_english_page_and_links_to_it(english, chinese, built_site):
+    """The same blocks, plots, diagrams, tables and anchors; each in its language, switching to the other; a notebook's
+    page links its chapters and Colab."""
     shown, expected = {}, {ENGLISH.language: "/" + english[1], CHINESE.language: "/" + chinese[1]}
     for (source, url), edition in ((english, ENGLISH), (chinese, CHINESE)):
         soup = soup_of(built_site, url)
@@ -337,29 +324,12 @@ def test_a_chinese_page_is_in_chinese_matches_its_english_page_and_links_to_it(e
     for what in shown[english[0]]:
         assert shown[chinese[0]][what] == shown[english[0]][what], (
             f"{chinese[0]} does not show the {what} of {english[0]}: change the pages together")
-    if chinese[0].endswith(ENGLISH_ONLY):
-        return
-    page = (built_site / chinese[1] / "index.html").read_text()
-    article = without(BeautifulSoup(page, "html.parser").select_one("article"), "pre, code, svg, math, .headerlink")
-    prose = [element.get_text(" ", strip=True) for element in article.select(
-        "p, li, h1, h2, h3, h4, figcaption, td, th, summary, .admonition-title")]  # code left out
-    english_only = [text for text in prose if len(re.findall(r"[A-Za-z]", text)) >= 12 and not HAN.search(text)]
-    assert not english_only, f"{chinese[0]} has prose in English only: {english_only[0][:200]!r}"
-    characters = sum(len(HAN.findall(text)) for text in prose)
-    assert characters >= 300, f"{chinese[0]} has {characters} Chinese characters: is it translated?"
-    left = [f"{kind}: {run!r} in {text[:80]!r}" for kind, texts in _words_a_reader_sees(page).items()
-            for text in texts for run in english_runs(text)]
-    assert not left, f"{chinese[0]} shows English where a Chinese reader expects Chinese:\n" + "\n".join(left)
 
 
 # --- What a reader needs, said once: the Pythons that pyproject.toml allows, and the packages a page's code imports
 
 def article_text(site: Path, url: str) -> str:
     return " ".join(soup_of(site, url).select_one("article").get_text(" ").split())
-
-
-def squeezed(text: str) -> str:  # where the HTML parts code from the text, "`torch`, `numpy`" reads "torch , numpy"
-    return "".join(text.split())
 
 
 PINNED = {re.match(r"[\w.-]+", line)[0].lower() for line in (ROOT / "requirements.txt").read_text().splitlines()
@@ -392,8 +362,8 @@ def test_the_pages_say_the_pythons_of_pyproject_and_the_packages_the_code_import
         box = soup_of(built_site, edition.prefix + Path(page).stem).select_one(".admonition.tip")
         assert box.select_one(f'a[href="../downloads/{pages.download_name(page)}"][download]'), "no download link"
         assert box.select_one(f'a[href="../notebooks/{pages.notebook_of(page)}/"]'), "no link to the notebook"
-        assert squeezed(edition.listing(needs)) in squeezed(box.text), f"{page}'s box does not say it needs {needs}"
-        assert squeezed(table[f"../{Path(page).stem}/"]) == squeezed(edition.listing(needs)), f"Setup's row of {page}"
+        assert edition.listing(needs) in box.text, f"{page}'s box does not say it needs {needs}"
+        assert table[f"../{Path(page).stem}/"] == edition.listing(needs), f"Setup's row of {page}"
     # Exercise A.2's solution prints the version of every package the pages import (its list is teaching code).
     versions = sections.section_code("exercise_solutions", "a2_versions")
     listed = ast.literal_eval(re.search(r"^packages = (\[.*\])$", versions, re.M)[1])
@@ -536,11 +506,8 @@ WARNINGS = {
 
 @pytest.mark.parametrize("planted", [MISSING_SECTION, WARNINGS], ids=["a missing section", "warnings"])
 def test_the_strict_build_stops_on_a_broken_repository_and_names_each_problem(planted, tmp_path):
-    copy = tmp_path / "repo"  # of everything the build reads, to break without touching the repository
-    for name in ["docs", "snippets", "scripts", "tools", "overrides", "measured", "book"]:
-        shutil.copytree(ROOT / name, copy / name, ignore=shutil.ignore_patterns("__pycache__"))
-    for name in ["mkdocs.yml", "pyproject.toml"]:  # pyproject.toml: the supported Pythons
-        shutil.copy(ROOT / name, copy / name)
+    copy = shutil.copytree(ROOT, tmp_path / "repo", ignore=shutil.ignore_patterns(  # to break, the repository untouched
+        ".*", "__pycache__", "node_modules", "site"))  # less its git, caches, environments, built site
     for path, old, new, _ in planted.values():
         if old is None:
             (copy / path).unlink()
