@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 import torch
 from bs4 import BeautifulSoup
+from conftest import nav_pages
 
 from tools import ROOT, check_appendix_a, checker, page_runner, pages, record, store
 from tools.checker import NAME
@@ -65,7 +66,8 @@ def test_the_checker_carries_the_pages_downloads_and_their_recorded_outputs(tmp_
     site = generated(tmp_path).SITE
     assert site == json.loads(json.dumps(checker.site_data()))
     recorded = json.loads(store.MANIFEST.read_text())
-    assert list(site["pages"]) == checker.checked_pages()
+    nav = [source.split("/", 1)[1] for source, _ in nav_pages(ENGLISH)]  # docs/PAGE, in the nav's order
+    assert list(site["pages"]) == [page for page in nav if page in {*pages.chapter_pages(), *checker.WHOLE_PROGRAMS}]
     # The machine-dependent lines declared for the blocks it runs, and no others.
     keys = {cell["key"] for entry in site["pages"].values() for cell in entry["cells"]}
     assert site["varying"] == {key: {"reason": spec["reason"], "lines": spec["lines"]}
@@ -82,7 +84,9 @@ def test_the_checker_carries_the_pages_downloads_and_their_recorded_outputs(tmp_
         assert [(cell["key"], cell["output"]) for cell in carried["cells"]] == [
             (cell.key, store.output_path(cell.key, ".txt").read_text() if prints[cell.key]["prints"] else "")
             for cell in pages.program(page)], f"{NAME} expects other outputs of {page} than are recorded"
-    assert site["recorded"] == {**recorded["environment"], "device": ENGLISH.device(recorded["environment"])}
+    environment = recorded["environment"]
+    assert site["recorded"] == (f"torch {environment['torch']}, Python {environment['python']}, "
+                                f"{environment['machine']}, {ENGLISH.device(environment)}")
     # One file of the recorder's own runner and comparison (not written twice) and the checker: every function
     # and class of each as it is there; no name defined twice or undefined.
     text = (tmp_path / NAME).read_text()
@@ -103,9 +107,9 @@ def test_this_machine_prints_what_the_site_shows_and_the_report_is_read_back(tmp
     """Every page checked, two at a time, with a report."""
     result = run_checker(tmp_path, "--jobs", "2", "--report", "report.md")
     assert result.returncode == 0, result.stdout + result.stderr
-    lines, checked = result.stdout.splitlines(), checker.checked_pages()
+    lines, checked = result.stdout.splitlines(), checker.site_data()["pages"]
     assert lines[-2].startswith(f"All the same: all {len(checked)} pages print what the site shows")
-    for page, entry in checker.site_data()["pages"].items():  # a line for each page, and a progress line
+    for page, entry in checked.items():  # a line for each page, and a progress line
         assert any(line.split(": ")[0].endswith(entry["title"]) for line in lines), page
         assert f"({entry['script']}) ..." in result.stderr
     assert "exercise_solutions:a4_matmul_timing line 1" in result.stdout and "timings differ" in result.stdout
@@ -113,7 +117,7 @@ def test_this_machine_prints_what_the_site_shows_and_the_report_is_read_back(tmp
     text = (tmp_path / "report.md").read_text()
     data = store.read_report(tmp_path / "report.md")
     assert data["summary"] in text and data["summary"] in result.stdout
-    assert list(data["pages"]) == checked
+    assert list(data["pages"]) == list(checked)
     assert data["machine"]["torch"].startswith(f"{torch.__version__} (")
     assert "| Gloo | available |" in text and "exercise_solutions:a4_matmul_timing line 1: " in text
     # What `make checker-versions` keeps of it.
@@ -123,28 +127,6 @@ def test_this_machine_prints_what_the_site_shows_and_the_report_is_read_back(tmp
     (tmp_path / "cut.md").write_text(text[:len(text) // 2])
     with pytest.raises(store.RecordingError, match="not a report of check-appendix-a.py"):
         store.read_report(tmp_path / "cut.md")
-
-
-def test_a_planted_difference_and_failing_pages_are_reported(tmp_path):
-    """A.1 fails in a block, A.3 prints other than the site shows, A.9.3's program (run whole) exits with 3."""
-    site = planted(A1='"""A page that fails."""\n\n# %%\nprint("hello")\n\n# %%\nraise ValueError("planted")\n',
-                   A93="raise SystemExit(3)\n")
-    cell = next(cell for cell in site["pages"]["a3-computation-graphs.md"]["cells"] if cell["output"])
-    cell["output"] = cell["output"].replace("0", "1", 1)
-    result = run_checker(tmp_path, "--page", "A.3", "--page", "A.1", "--page", "ddp-inside.py", "--jobs", "2",
-                         "--report", "r.md", site=site)
-    assert result.returncode == 1, result.stdout + result.stderr
-    lines = result.stdout.splitlines()
-    assert "FAILED     A.1 What is PyTorch?: block 2 of its code raised ValueError: planted." in lines
-    assert (f"DIFFERENT  A.3 Seeing models as computation graphs: differs from the site in {cell['key']}"
-            in result.stdout)
-    assert f"    --- recorded {cell['key']}" in lines and any(line.startswith("    -") for line in lines)
-    assert "FAILED     A.9.3 Training with multiple GPUs: its Python exited with status 3" in result.stdout
-    assert lines[-2] == "3 of 3 pages did not print what the site shows: A.1, A.3, A.9.3."
-    # The report has the whole of the diff and what the failing page wrote.
-    text = (tmp_path / "r.md").read_text()
-    diff = store.read_report(tmp_path / "r.md")["pages"]["a3-computation-graphs.md"]["diff"]
-    assert "".join(f"    {line}\n" for line in diff.splitlines()) in text and '    raise ValueError("planted")' in text
 
 
 def test_a_page_that_hangs_is_stopped_and_a_whole_program_runs_as_a_script(tmp_path):
@@ -171,22 +153,39 @@ def python_without(folder, hidden):
     return str(folder / "venv" / "bin" / "python")
 
 
-def test_a_missing_package_is_named_and_the_other_blocks_are_checked(tmp_path):
-    """With torch and without matplotlib: the blocks that plot are not run, and each says what to install;
-    every other block of the pages that plot prints what the site shows."""
+def test_failing_pages_a_planted_difference_and_a_missing_package_are_reported(tmp_path):
+    """With torch and without matplotlib: A.1 fails in a block, A.3 prints other than the site shows, A.9.3's program
+    (run whole) exits with 3; the blocks that plot are not run, each saying what to install, and every other block of
+    the pages that plot prints what the site shows."""
+    site = planted(A1='"""A page that fails."""\n\n# %%\nprint("hello")\n\n# %%\nraise ValueError("planted")\n',
+                   A93="raise SystemExit(3)\n")
+    changed = next(cell for cell in site["pages"]["a3-computation-graphs.md"]["cells"] if cell["output"])
+    changed["output"] = changed["output"].replace("0", "1", 1)
     plotting = [page for page in pages.chapter_pages() if "matplotlib" in pages.needs(pages.program(page))]
     assert plotting, "no page imports matplotlib any more: hide another package here"
     ids = [arg for page in plotting for arg in ("--page", pages.download_name(page))]
-    result = run_checker(tmp_path / "run", *ids, "--jobs", "2", python=(python_without(tmp_path, "matplotlib"), "-I"))
-    assert result.returncode == 0, result.stdout + result.stderr
+    result = run_checker(tmp_path / "run", "--page", "A.3", "--page", "A.1", "--page", "ddp-inside.py", *ids,
+                         "--jobs", "2", "--report", "r.md", site=site,
+                         python=(python_without(tmp_path, "matplotlib"), "-I"))
+    assert result.returncode == 1, result.stdout + result.stderr
     lines = result.stdout.splitlines()
+    assert "FAILED     A.1 What is PyTorch?: block 2 of its code raised ValueError: planted." in lines
+    assert (f"DIFFERENT  A.3 Seeing models as computation graphs: differs from the site in {changed['key']}"
+            in result.stdout)
+    assert f"    --- recorded {changed['key']}" in lines and any(line.startswith("    -") for line in lines)
+    assert "FAILED     A.9.3 Training with multiple GPUs: its Python exited with status 3" in result.stdout
+    assert lines[-2] == (f"3 of {len(plotting) + 3} pages did not print what the site shows: A.1, A.3, A.9.3. "
+                         "Not run: the blocks that need matplotlib (pip install matplotlib to check them too).")
     assert "  matplotlib not installed" in lines
     for page in plotting:
         assert any(line.startswith(("same ", "machine ")) and pages.title(page) in line for line in lines), page
         for cell in pages.program(page):
             if "matplotlib" in pages.imports(cell.code):
                 assert f"    not run: {cell.key} needs matplotlib (pip install matplotlib)" in lines
-    assert lines[-1].endswith("Not run: the blocks that need matplotlib (pip install matplotlib to check them too).")
+    # The report has the whole of the diff and what the failing page wrote.
+    text = (tmp_path / "run" / "r.md").read_text()
+    diff = store.read_report(tmp_path / "run" / "r.md")["pages"]["a3-computation-graphs.md"]["diff"]
+    assert "".join(f"    {line}\n" for line in diff.splitlines()) in text and '    raise ValueError("planted")' in text
 
 
 @pytest.mark.parametrize("args, python, status, message", [
