@@ -133,7 +133,7 @@ def test_a_page_that_hangs_is_stopped_and_a_whole_program_runs_as_a_script(tmp_p
     """A.1 hangs past --timeout; A.9.3's program is run whole (`python ddp-inside.py`, its __main__ block too), not
     block by block, and prints other than the site shows."""
     site = planted(A1=HANGS, A93='if __name__ == "__main__":\n    print("DDP: 3 processes")\n')
-    result = run_checker(tmp_path, "--page", "a1", "--page", "A.9.3", "--timeout", "2", site=site, timeout=60)
+    result = run_checker(tmp_path, "--page", "a1", "--page", "ddp-inside", "--timeout", "2", site=site, timeout=60)
     assert result.returncode == 1, result.stdout + result.stderr
     assert "FAILED     A.1 What is PyTorch?: still running after 2 s, so it was stopped" in result.stdout
     assert "DIFFERENT  A.9.3 Training with multiple GPUs: differs from the site in scripts:ddp-inside" in result.stdout
@@ -164,7 +164,7 @@ def test_failing_pages_a_planted_difference_and_a_missing_package_are_reported(t
     plotting = [page for page in pages.chapter_pages() if "matplotlib" in pages.needs(pages.program(page))]
     assert plotting, "no page imports matplotlib any more: hide another package here"
     ids = [arg for page in plotting for arg in ("--page", pages.download_name(page))]
-    result = run_checker(tmp_path / "run", "--page", "A.3", "--page", "A.1", "--page", "ddp-inside.py", *ids,
+    result = run_checker(tmp_path / "run", "--page", "A.3", "--page", "a.1", "--page", "ddp-inside.py", *ids,
                          "--jobs", "2", "--report", "r.md", site=site,
                          python=(python_without(tmp_path, "matplotlib"), "-I"))
     assert result.returncode == 1, result.stdout + result.stderr
@@ -255,17 +255,28 @@ def imported(tmp_path, monkeypatch, device, gpu, fake_runs=True):
     return module
 
 
-def test_on_a_cuda_gpu_the_device_code_runs_there_and_its_report_is_recorded(monkeypatch, tmp_path, capsys):
-    program = imported(tmp_path, monkeypatch, "cuda", "NVIDIA H200")
+@pytest.mark.parametrize("device, gpu", [("cuda", "NVIDIA H200"), ("mps", "Apple silicon GPU")])
+def test_on_a_gpu_the_device_code_runs_there_and_a_cuda_report_is_recorded(device, gpu, monkeypatch, tmp_path, capsys):
+    """Every GPU (CUDA's, MPS) hidden on the CPU and none on the device."""
+    program = imported(tmp_path, monkeypatch, device, gpu)
     report = tmp_path / "report.md"
     assert program.main(["--report", str(report)]) == 0
     stdout = capsys.readouterr().out
     assert [script for script, _, cuda in program.calls if not cuda] == list(map(pages.download_name, pages.GPU_PAGES))
     assert all(mps == cuda for _, mps, cuda in program.calls)
-    assert "The pages with device code, on cuda (NVIDIA H200):\n" in stdout
-    assert "  a9_gpu_training:pick_device on cuda:\n    cuda\n" in stdout and "a4_matmul_timing on cuda:\n" in stdout
+    assert f"The pages with device code, on {device} ({gpu}):\n" in stdout
+    assert f"  a9_gpu_training:pick_device on {device}:\n    cuda\n" in stdout
+    assert f"a4_matmul_timing on {device}:\n" in stdout
     text = report.read_text()
-    assert "## On cuda: NVIDIA H200" in text and "  a9_gpu_training:pick_device on cuda:\n    cuda\n" in text
+    assert f"## On {device}: {gpu}" in text and f"  a9_gpu_training:pick_device on {device}:\n    cuda\n" in text
+    if device == "mps":
+        with pytest.raises(store.RecordingError, match="without a CUDA GPU"):
+            record.record_report(report)
+        # --hide-mps, really run: the page's torch reports no MPS (replaced before the page's first block).
+        code = '"""A page."""\n# %%\nimport torch\nprint(torch.backends.mps.is_available.__name__)\n'
+        runs = [page_runner.run_page(code, "mps.py", ["mps"], 120, hide_mps=hide)["outputs"] for hide in (False, True)]
+        assert runs == [{"mps": "is_available\n"}, {"mps": "<lambda>\n"}]
+        return
     assert "| torch | " in text and " (CUDA 12.8 build) |\n" in text and "| CUDA | 1 GPU: NVIDIA H200 |\n" in text
     recording = record.record_report(report)
     # What make gpu-check records: the machine-dependent outputs of the pages with device code.
@@ -303,23 +314,6 @@ def test_a_cpu_report_relabelled_as_a_gpu_one_is_refused_and_nothing_is_written(
     assert "a9_gpu_training:pick_device printed 'cpu', not 'cuda'" in message
     assert "a1_what_is_pytorch:cuda_available printed 'False', not 'True'" in message
     assert "\n" not in message and not (tmp_path / "gpu").exists()
-
-
-def test_on_apple_silicon_the_cpu_runs_hide_mps_and_the_device_runs_use_it(monkeypatch, tmp_path, capsys):
-    program = imported(tmp_path, monkeypatch, "mps", "Apple silicon GPU")
-    report = tmp_path / "report.md"
-    assert program.main(["--report", str(report), "--page", "A.9"]) == 0
-    assert program.calls == [("a9-gpu-training.py", True, True), ("a9-gpu-training.py", False, False)]
-    assert "The pages with device code, on mps (Apple silicon GPU):" in capsys.readouterr().out
-    with pytest.raises(store.RecordingError, match="without a CUDA GPU"):
-        record.record_report(report)
-    # A page is named by its id or its script (an unknown one: test_bad_input_is_one_sentence).
-    assert [program.page_name(text) for text in ("a.7", "A7", "exercises.py", "a9-gpu-training")] == [
-        "a7-typical-training-loop.md", "a7-typical-training-loop.md", "exercises.md", "a9-gpu-training.md"]
-    # --hide-mps, really run: the page's torch reports no MPS (replaced before the page's first block).
-    code = '"""A page."""\n# %%\nimport torch\nprint(torch.backends.mps.is_available.__name__)\n'
-    runs = [page_runner.run_page(code, "mps.py", ["mps"], 120, hide_mps=hide)["outputs"] for hide in (False, True)]
-    assert runs == [{"mps": "is_available\n"}, {"mps": "<lambda>\n"}]
 
 
 # ---------------------------------------------------------------------------------------------

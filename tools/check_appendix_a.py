@@ -6,13 +6,12 @@ of "Appendix A: Introduction to PyTorch" (and of A.9.3's DDP program).
     python check-appendix-a.py --page A.7       # one page (or several)
     python check-appendix-a.py --report r.md    # also write a report to share
 
-It needs torch. Each page's download runs alone in a fresh Python, in an
-empty temporary folder, on the CPU, and what each block prints is compared
-with the site: lines that depend on the machine (a version, a timing) by
-their shape; a block that needs a package this Python lacks is named, not
-run. On a GPU, the pages with device code run again there, and what they
-print is shown. It exits with 0 when nothing differs unexpectedly, and
-leaves no file or process behind.
+It needs only torch. Each page's download runs alone in a fresh Python, in
+an empty temporary folder, and what each block prints is compared with the
+site: lines that depend on the machine by their shape, and a block that
+needs a package this Python lacks is named, not run. On a GPU, the pages
+with device code run there too. It exits with 0 when nothing differs
+unexpectedly, and leaves no file or process behind.
 """
 
 import argparse
@@ -54,11 +53,6 @@ class Stop(Exception):
     """A stop signal (its number the argument): every page run has ended."""
 
 
-def say(message, status):
-    print(f"{NAME}: {message}", file=sys.stderr)
-    return status
-
-
 # ---- the pages ---------------------------------------------------------------
 
 def page_ids():
@@ -84,8 +78,7 @@ def missing():
 
 def run_download(name, timeout, on_device, lacks):
     """Run a page's download alone, on the device or with every GPU hidden,
-    but the blocks that need a package it `lacks`: its outputs, or why it
-    failed, and the blocks skipped."""
+    but the blocks needing a package it `lacks`: its outputs, or why not."""
     page, start = SITE["pages"][name], time.perf_counter()
     whole, skipped = page.get("whole", False), {}  # whole: not in blocks
     parts = page["code"].split("\n# %%\n")  # the docstring, then a part a block
@@ -151,10 +144,9 @@ def machine_lines(facts, lacks):
                 else "not available: this torch has no CUDA",
         "MPS": "available (Apple silicon GPU)" if facts["mps"] else
                "built in, but not available here" if facts["mps_built"]
-               else "not available"}
-    if facts["distributed"]:
-        machine["NCCL"] = f"available ({nccl})" if nccl else "not in this build"
-        machine["Gloo"] = "available" if facts["gloo"] else "not in this build"
+               else "not available",
+        "NCCL": f"available ({nccl})" if nccl else "not in this build",
+        "Gloo": "available" if facts["gloo"] else "not in this build"}
     why = "no CUDA GPU is visible" if nccl else "this torch has no NCCL"
     machine["DDP"] = (
         "torch.distributed is not in this build: the DDP scripts cannot run "
@@ -304,7 +296,7 @@ def above_zero(kind):
 def main(argv=None):
     parser = argparse.ArgumentParser(
         prog=f"python {NAME}", description=__doc__.splitlines()[0])
-    parser.error = lambda message: sys.exit(say(f"{message}.", 2))
+    parser.error = lambda message: parser.exit(2, f"{NAME}: {message}.\n")
     parser.add_argument("--page", action="append", type=page_name,
                         metavar="PAGE", help=f"check only this page: "
                         f"{page_ids()} (may be given more than once)")
@@ -324,10 +316,10 @@ def main(argv=None):
         try:
             facts = describe_machine()
         except ImportError:
-            return say("this Python has no torch, and the pages need it: "
-                       f"install it (pip install {' '.join(SITE['packages'])}"
-                       ", or see https://pytorch.org/get-started/locally/) "
-                       "and run this again.", 1)
+            parser.exit(1, f"{NAME}: this Python has no torch, and the pages "
+                        "need it: install it (pip install "
+                        f"{' '.join(SITE['packages'])}, or see https://pytorch"
+                        ".org/get-started/locally/) and run this again.\n")
         lacks = missing()
         machine = machine_lines(facts, lacks)
         print(f"{NAME}: does this machine print what the site shows?",
@@ -379,11 +371,9 @@ def check(args, facts, machine, lacks):
                 verdict = compare_page(name, ran)
                 ran["verdict"] = result_text(verdict) + f" ({GPU_NOTE})" * (
                     verdict["status"] == "different")
-                outputs = ran.pop("outputs")
-                ran["cells"] = [
-                    {"key": cell["key"], "fingerprint": cell["fingerprint"],
-                     "output": outputs[cell["key"]]}
-                    for cell in SITE["pages"][name]["cells"]]
+                outputs = ran.pop("outputs")  # as the site's cells, with these
+                ran["cells"] = [{**cell, "output": outputs[cell["key"]]}
+                                for cell in SITE["pages"][name]["cells"]]
             print("\n".join(device_lines(name, ran, device, cpu_runs[name])))
         data["device"] = {"device": device, "gpu": gpu, "pages": runs}
     data["seconds"] = round(time.perf_counter() - start, 1)
