@@ -258,9 +258,8 @@ def report_text(data):
                   for line in page_lines(name, verdict, whole=True))]
     if device := data["device"]:
         out += [f"## On {device['device']}: {device['gpu']}\n",
-                f"The pages with device code ran again on {device['device']}; "
-                "what each block printed there is below, and in the data at "
-                "the end, for the site's GPU recordings.\n",
+                "What each block of the pages with device code printed there "
+                "(the data at the end keeps it for the site's recordings).\n",
                 fenced(line for name, ran in device["pages"].items()
                        for line in device_lines(name, ran, device["device"]))]
     payload = json.dumps(data, indent=1, ensure_ascii=False)

@@ -60,8 +60,7 @@ def page_program(page: str) -> dict:
 def whole_program(page: str) -> dict:
     """A page's DDP program, run whole (`python SCRIPT`), as one block that printed its recorded run."""
     name = WHOLE_PROGRAMS[page]
-    script = ROOT / SCRIPT_RUNS[name].args[0]
-    code = script.read_text()
+    code = (script := ROOT / SCRIPT_RUNS[name].args[0]).read_text()
     return {"script": script.name, "code": code, "whole": True,
             "cells": [{"key": run_key(name), "fingerprint": digest(code), "needs": pages.imports(code),
                        "output": (store.SCRIPT_OUTPUTS / name).read_text()}]}
@@ -95,8 +94,7 @@ def generate(site: dict | None = None) -> str:
             + "\n\n" + program.replace("\nSITE = {}", f"\nSITE = json.loads({literal})", 1))
 
 
-# ---------------------------------------------------------------------------------------------
-# The torch versions the check has passed with here
+# ---- the torch versions the check has passed with here ---------------------------------------
 
 def versions_md(results: dict, language: str = "en", current: dict | None = None) -> str:
     """The table of pages against torch versions, from measured/checker.json; a page whose version is
