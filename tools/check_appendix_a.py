@@ -6,10 +6,10 @@ of "Appendix A: Introduction to PyTorch" (and of A.9.3's DDP program).
     python check-appendix-a.py --page A.7       # one page (or several)
     python check-appendix-a.py --report r.md    # also write a report to share
 
-It needs only torch. Each page's download runs alone in a fresh Python, in
-an empty temporary folder, and what each block prints is compared with the
-site: lines that depend on the machine by their shape, and a block that
-needs a package this Python lacks is named, not run. On a GPU, the pages
+It needs only torch. Each page's download runs alone in a fresh Python, on
+the CPU, in an empty temporary folder, and what each block prints is compared
+with the site: lines that depend on the machine by their shape, and a block
+that needs a package this Python lacks is named, not run. On a GPU, the pages
 with device code run there too. It exits with 0 when nothing differs
 unexpectedly, and leaves no file or process behind.
 """
