@@ -84,9 +84,8 @@ def test_the_checker_carries_the_pages_downloads_and_their_recorded_outputs(tmp_
         assert [(cell["key"], cell["output"]) for cell in carried["cells"]] == [
             (cell.key, store.output_path(cell.key, ".txt").read_text() if prints[cell.key]["prints"] else "")
             for cell in pages.program(page)], f"{NAME} expects other outputs of {page} than are recorded"
-    environment = recorded["environment"]
-    assert site["recorded"] == (f"torch {environment['torch']}, Python {environment['python']}, "
-                                f"{environment['machine']}, {ENGLISH.device(environment)}")
+    env = recorded["environment"]  # of the site's recordings
+    assert site["recorded"] == f"torch {env['torch']}, Python {env['python']}, {env['machine']}, {ENGLISH.device(env)}"
     # One file of the recorder's own runner and comparison (not written twice) and the checker: every function
     # and class of each as it is there; no name defined twice or undefined.
     text = (tmp_path / NAME).read_text()
@@ -245,9 +244,8 @@ def imported(tmp_path, monkeypatch, device, gpu, fake_runs=True):
 
     def run_page(code, script, keys, timeout, env, hide_mps, whole):
         module.calls.append((script, hide_mps, env.get("CUDA_VISIBLE_DEVICES") == ""))
-        environment = {"torch": "2.13.0+cu128", "python": "3.11.7", "machine": "Linux x86_64", "cores": 8,
-                       "gpu": None if hide_mps else "NVIDIA H200", "mps": False}
-        return {"environment": environment,
+        return {"environment": {"torch": "2.13.0+cu128", "python": "3.11.7", "machine": "Linux x86_64", "cores": 8,
+                                "gpu": None if hide_mps else "NVIDIA H200", "mps": False},
                 "outputs": {key: recorded[key] if hide_mps else ON_GPU.get(key, recorded[key]) for key in keys}}
 
     if fake_runs:
