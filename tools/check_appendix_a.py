@@ -30,7 +30,6 @@ from tools.page_runner import (
     TimedOut,
     compare_text,
     describe_machine,
-    end_all,
     in_parallel,
     run,
     run_blocks,
@@ -103,10 +102,9 @@ def run_download(name, timeout, on_device, lacks):
 
 
 def interrupted(signum, frame):
-    """Ctrl-C, SIGTERM, a closed terminal: end every page run, then Stop."""
+    """Ctrl-C, SIGTERM, a closed terminal: Stop (in_parallel ends the runs)."""
     for each in STOP_SIGNALS:  # one stop is enough
         signal.signal(each, signal.SIG_IGN)
-    end_all()
     raise Stop(signum)
 
 
