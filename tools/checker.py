@@ -24,6 +24,7 @@ from tools.page_runner import run, write_files
 NAME = check_appendix_a.NAME
 VERSIONS = ROOT / "measured" / "checker.json"
 VERSIONS_MARK = "<!-- checker versions -->"
+
 # The recorded DDP runs that the checker runs too, as a reader would: {page that shows it: its run's name}.
 WHOLE_PROGRAMS = {run.page: name for name, run in SCRIPT_RUNS.items() if run.page}
 
