@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 import torch
 from bs4 import BeautifulSoup
+from conftest import nav_pages
 
 from tools import ROOT, check_appendix_a, checker, page_runner, pages, record, store
 from tools.checker import NAME
@@ -65,7 +66,8 @@ def test_the_checker_carries_the_pages_downloads_and_their_recorded_outputs(tmp_
     site = generated(tmp_path).SITE
     assert site == json.loads(json.dumps(checker.site_data()))
     recorded = json.loads(store.MANIFEST.read_text())
-    assert list(site["pages"]) == checker.checked_pages()
+    nav = [source.split("/", 1)[1] for source, _ in nav_pages(ENGLISH)]  # docs/PAGE, in the nav's order
+    assert list(site["pages"]) == [page for page in nav if page in {*pages.chapter_pages(), *checker.WHOLE_PROGRAMS}]
     # The machine-dependent lines declared for the blocks it runs, and no others.
     keys = {cell["key"] for entry in site["pages"].values() for cell in entry["cells"]}
     assert site["varying"] == {key: {"reason": spec["reason"], "lines": spec["lines"]}
@@ -82,7 +84,8 @@ def test_the_checker_carries_the_pages_downloads_and_their_recorded_outputs(tmp_
         assert [(cell["key"], cell["output"]) for cell in carried["cells"]] == [
             (cell.key, store.output_path(cell.key, ".txt").read_text() if prints[cell.key]["prints"] else "")
             for cell in pages.program(page)], f"{NAME} expects other outputs of {page} than are recorded"
-    assert site["recorded"] == {**recorded["environment"], "device": ENGLISH.device(recorded["environment"])}
+    env = recorded["environment"]  # of the site's recordings
+    assert site["recorded"] == f"torch {env['torch']}, Python {env['python']}, {env['machine']}, {ENGLISH.device(env)}"
     # One file of the recorder's own runner and comparison (not written twice) and the checker: every function
     # and class of each as it is there; no name defined twice or undefined.
     text = (tmp_path / NAME).read_text()
@@ -103,9 +106,9 @@ def test_this_machine_prints_what_the_site_shows_and_the_report_is_read_back(tmp
     """Every page checked, two at a time, with a report."""
     result = run_checker(tmp_path, "--jobs", "2", "--report", "report.md")
     assert result.returncode == 0, result.stdout + result.stderr
-    lines, checked = result.stdout.splitlines(), checker.checked_pages()
+    lines, checked = result.stdout.splitlines(), checker.site_data()["pages"]
     assert lines[-2].startswith(f"All the same: all {len(checked)} pages print what the site shows")
-    for page, entry in checker.site_data()["pages"].items():  # a line for each page, and a progress line
+    for page, entry in checked.items():  # a line for each page, and a progress line
         assert any(line.split(": ")[0].endswith(entry["title"]) for line in lines), page
         assert f"({entry['script']}) ..." in result.stderr
     assert "exercise_solutions:a4_matmul_timing line 1" in result.stdout and "timings differ" in result.stdout
@@ -113,7 +116,7 @@ def test_this_machine_prints_what_the_site_shows_and_the_report_is_read_back(tmp
     text = (tmp_path / "report.md").read_text()
     data = store.read_report(tmp_path / "report.md")
     assert data["summary"] in text and data["summary"] in result.stdout
-    assert list(data["pages"]) == checked
+    assert list(data["pages"]) == list(checked)
     assert data["machine"]["torch"].startswith(f"{torch.__version__} (")
     assert "| Gloo | available |" in text and "exercise_solutions:a4_matmul_timing line 1: " in text
     # What `make checker-versions` keeps of it.
@@ -125,33 +128,11 @@ def test_this_machine_prints_what_the_site_shows_and_the_report_is_read_back(tmp
         store.read_report(tmp_path / "cut.md")
 
 
-def test_a_planted_difference_and_failing_pages_are_reported(tmp_path):
-    """A.1 fails in a block, A.3 prints other than the site shows, A.9.3's program (run whole) exits with 3."""
-    site = planted(A1='"""A page that fails."""\n\n# %%\nprint("hello")\n\n# %%\nraise ValueError("planted")\n',
-                   A93="raise SystemExit(3)\n")
-    cell = next(cell for cell in site["pages"]["a3-computation-graphs.md"]["cells"] if cell["output"])
-    cell["output"] = cell["output"].replace("0", "1", 1)
-    result = run_checker(tmp_path, "--page", "A.3", "--page", "A.1", "--page", "ddp-inside.py", "--jobs", "2",
-                         "--report", "r.md", site=site)
-    assert result.returncode == 1, result.stdout + result.stderr
-    lines = result.stdout.splitlines()
-    assert "FAILED     A.1 What is PyTorch?: block 2 of its code raised ValueError: planted." in lines
-    assert (f"DIFFERENT  A.3 Seeing models as computation graphs: differs from the site in {cell['key']}"
-            in result.stdout)
-    assert f"    --- recorded {cell['key']}" in lines and any(line.startswith("    -") for line in lines)
-    assert "FAILED     A.9.3 Training with multiple GPUs: its Python exited with status 3" in result.stdout
-    assert lines[-2] == "3 of 3 pages did not print what the site shows: A.1, A.3, A.9.3."
-    # The report has the whole of the diff and what the failing page wrote.
-    text = (tmp_path / "r.md").read_text()
-    diff = store.read_report(tmp_path / "r.md")["pages"]["a3-computation-graphs.md"]["diff"]
-    assert "".join(f"    {line}\n" for line in diff.splitlines()) in text and '    raise ValueError("planted")' in text
-
-
 def test_a_page_that_hangs_is_stopped_and_a_whole_program_runs_as_a_script(tmp_path):
     """A.1 hangs past --timeout; A.9.3's program is run whole (`python ddp-inside.py`, its __main__ block too), not
     block by block, and prints other than the site shows."""
     site = planted(A1=HANGS, A93='if __name__ == "__main__":\n    print("DDP: 3 processes")\n')
-    result = run_checker(tmp_path, "--page", "a1", "--page", "A.9.3", "--timeout", "2", site=site, timeout=60)
+    result = run_checker(tmp_path, "--page", "a1", "--page", "ddp-inside", "--timeout", "2", site=site, timeout=60)
     assert result.returncode == 1, result.stdout + result.stderr
     assert "FAILED     A.1 What is PyTorch?: still running after 2 s, so it was stopped" in result.stdout
     assert "DIFFERENT  A.9.3 Training with multiple GPUs: differs from the site in scripts:ddp-inside" in result.stdout
@@ -171,22 +152,39 @@ def python_without(folder, hidden):
     return str(folder / "venv" / "bin" / "python")
 
 
-def test_a_missing_package_is_named_and_the_other_blocks_are_checked(tmp_path):
-    """With torch and without matplotlib: the blocks that plot are not run, and each says what to install;
-    every other block of the pages that plot prints what the site shows."""
+def test_failing_pages_a_planted_difference_and_a_missing_package_are_reported(tmp_path):
+    """With torch and without matplotlib: A.1 fails in a block, A.3 prints other than the site shows, A.9.3's program
+    (run whole) exits with 3; the blocks that plot are not run, each saying what to install, and every other block of
+    the pages that plot prints what the site shows."""
+    site = planted(A1='"""A page that fails."""\n\n# %%\nprint("hello")\n\n# %%\nraise ValueError("planted")\n',
+                   A93="raise SystemExit(3)\n")
+    changed = next(cell for cell in site["pages"]["a3-computation-graphs.md"]["cells"] if cell["output"])
+    changed["output"] = changed["output"].replace("0", "1", 1)
     plotting = [page for page in pages.chapter_pages() if "matplotlib" in pages.needs(pages.program(page))]
     assert plotting, "no page imports matplotlib any more: hide another package here"
     ids = [arg for page in plotting for arg in ("--page", pages.download_name(page))]
-    result = run_checker(tmp_path / "run", *ids, "--jobs", "2", python=(python_without(tmp_path, "matplotlib"), "-I"))
-    assert result.returncode == 0, result.stdout + result.stderr
+    result = run_checker(tmp_path / "run", "--page", "A.3", "--page", "a.1", "--page", "ddp-inside.py", *ids,
+                         "--jobs", "2", "--report", "r.md", site=site,
+                         python=(python_without(tmp_path, "matplotlib"), "-I"))
+    assert result.returncode == 1, result.stdout + result.stderr
     lines = result.stdout.splitlines()
+    assert "FAILED     A.1 What is PyTorch?: block 2 of its code raised ValueError: planted." in lines
+    assert (f"DIFFERENT  A.3 Seeing models as computation graphs: differs from the site in {changed['key']}"
+            in result.stdout)
+    assert f"    --- recorded {changed['key']}" in lines and any(line.startswith("    -") for line in lines)
+    assert "FAILED     A.9.3 Training with multiple GPUs: its Python exited with status 3" in result.stdout
+    assert lines[-2] == (f"3 of {len(plotting) + 3} pages did not print what the site shows: A.1, A.3, A.9.3. "
+                         "Not run: the blocks that need matplotlib (pip install matplotlib to check them too).")
     assert "  matplotlib not installed" in lines
     for page in plotting:
         assert any(line.startswith(("same ", "machine ")) and pages.title(page) in line for line in lines), page
         for cell in pages.program(page):
             if "matplotlib" in pages.imports(cell.code):
                 assert f"    not run: {cell.key} needs matplotlib (pip install matplotlib)" in lines
-    assert lines[-1].endswith("Not run: the blocks that need matplotlib (pip install matplotlib to check them too).")
+    # The report has the whole of the diff and what the failing page wrote.
+    text = (tmp_path / "run" / "r.md").read_text()
+    diff = store.read_report(tmp_path / "run" / "r.md")["pages"]["a3-computation-graphs.md"]["diff"]
+    assert "".join(f"    {line}\n" for line in diff.splitlines()) in text and '    raise ValueError("planted")' in text
 
 
 @pytest.mark.parametrize("args, python, status, message", [
@@ -246,9 +244,8 @@ def imported(tmp_path, monkeypatch, device, gpu, fake_runs=True):
 
     def run_page(code, script, keys, timeout, env, hide_mps, whole):
         module.calls.append((script, hide_mps, env.get("CUDA_VISIBLE_DEVICES") == ""))
-        environment = {"torch": "2.13.0+cu128", "python": "3.11.7", "machine": "Linux x86_64", "cores": 8,
-                       "gpu": None if hide_mps else "NVIDIA H200", "mps": False}
-        return {"environment": environment,
+        return {"environment": {"torch": "2.13.0+cu128", "python": "3.11.7", "machine": "Linux x86_64", "cores": 8,
+                                "gpu": None if hide_mps else "NVIDIA H200", "mps": False},
                 "outputs": {key: recorded[key] if hide_mps else ON_GPU.get(key, recorded[key]) for key in keys}}
 
     if fake_runs:
@@ -256,17 +253,28 @@ def imported(tmp_path, monkeypatch, device, gpu, fake_runs=True):
     return module
 
 
-def test_on_a_cuda_gpu_the_device_code_runs_there_and_its_report_is_recorded(monkeypatch, tmp_path, capsys):
-    program = imported(tmp_path, monkeypatch, "cuda", "NVIDIA H200")
+@pytest.mark.parametrize("device, gpu", [("cuda", "NVIDIA H200"), ("mps", "Apple silicon GPU")])
+def test_on_a_gpu_the_device_code_runs_there_and_a_cuda_report_is_recorded(device, gpu, monkeypatch, tmp_path, capsys):
+    """Every GPU (CUDA's, MPS) hidden on the CPU and none on the device."""
+    program = imported(tmp_path, monkeypatch, device, gpu)
     report = tmp_path / "report.md"
     assert program.main(["--report", str(report)]) == 0
     stdout = capsys.readouterr().out
     assert [script for script, _, cuda in program.calls if not cuda] == list(map(pages.download_name, pages.GPU_PAGES))
     assert all(mps == cuda for _, mps, cuda in program.calls)
-    assert "The pages with device code, on cuda (NVIDIA H200):\n" in stdout
-    assert "  a9_gpu_training:pick_device on cuda:\n    cuda\n" in stdout and "a4_matmul_timing on cuda:\n" in stdout
+    assert f"The pages with device code, on {device} ({gpu}):\n" in stdout
+    assert f"  a9_gpu_training:pick_device on {device}:\n    cuda\n" in stdout
+    assert f"a4_matmul_timing on {device}:\n" in stdout
     text = report.read_text()
-    assert "## On cuda: NVIDIA H200" in text and "  a9_gpu_training:pick_device on cuda:\n    cuda\n" in text
+    assert f"## On {device}: {gpu}" in text and f"  a9_gpu_training:pick_device on {device}:\n    cuda\n" in text
+    if device == "mps":
+        with pytest.raises(store.RecordingError, match="without a CUDA GPU"):
+            record.record_report(report)
+        # --hide-mps, really run: the page's torch reports no MPS (replaced before the page's first block).
+        code = '"""A page."""\n# %%\nimport torch\nprint(torch.backends.mps.is_available.__name__)\n'
+        runs = [page_runner.run_page(code, "mps.py", ["mps"], 120, hide_mps=hide)["outputs"] for hide in (False, True)]
+        assert runs == [{"mps": "is_available\n"}, {"mps": "<lambda>\n"}]
+        return
     assert "| torch | " in text and " (CUDA 12.8 build) |\n" in text and "| CUDA | 1 GPU: NVIDIA H200 |\n" in text
     recording = record.record_report(report)
     # What make gpu-check records: the machine-dependent outputs of the pages with device code.
@@ -304,23 +312,6 @@ def test_a_cpu_report_relabelled_as_a_gpu_one_is_refused_and_nothing_is_written(
     assert "a9_gpu_training:pick_device printed 'cpu', not 'cuda'" in message
     assert "a1_what_is_pytorch:cuda_available printed 'False', not 'True'" in message
     assert "\n" not in message and not (tmp_path / "gpu").exists()
-
-
-def test_on_apple_silicon_the_cpu_runs_hide_mps_and_the_device_runs_use_it(monkeypatch, tmp_path, capsys):
-    program = imported(tmp_path, monkeypatch, "mps", "Apple silicon GPU")
-    report = tmp_path / "report.md"
-    assert program.main(["--report", str(report), "--page", "A.9"]) == 0
-    assert program.calls == [("a9-gpu-training.py", True, True), ("a9-gpu-training.py", False, False)]
-    assert "The pages with device code, on mps (Apple silicon GPU):" in capsys.readouterr().out
-    with pytest.raises(store.RecordingError, match="without a CUDA GPU"):
-        record.record_report(report)
-    # A page is named by its id or its script (an unknown one: test_bad_input_is_one_sentence).
-    assert [program.page_name(text) for text in ("a.7", "A7", "exercises.py", "a9-gpu-training")] == [
-        "a7-typical-training-loop.md", "a7-typical-training-loop.md", "exercises.md", "a9-gpu-training.md"]
-    # --hide-mps, really run: the page's torch reports no MPS (replaced before the page's first block).
-    code = '"""A page."""\n# %%\nimport torch\nprint(torch.backends.mps.is_available.__name__)\n'
-    runs = [page_runner.run_page(code, "mps.py", ["mps"], 120, hide_mps=hide)["outputs"] for hide in (False, True)]
-    assert runs == [{"mps": "is_available\n"}, {"mps": "<lambda>\n"}]
 
 
 # ---------------------------------------------------------------------------------------------

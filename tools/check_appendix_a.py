@@ -6,13 +6,12 @@ of "Appendix A: Introduction to PyTorch" (and of A.9.3's DDP program).
     python check-appendix-a.py --page A.7       # one page (or several)
     python check-appendix-a.py --report r.md    # also write a report to share
 
-It needs torch. Each page's download runs alone in a fresh Python, in an
-empty temporary folder, on the CPU, and what each block prints is compared
-with the site: lines that depend on the machine (a version, a timing) by
-their shape; a block that needs a package this Python lacks is named, not
-run. On a GPU, the pages with device code run again there, and what they
-print is shown. It exits with 0 when nothing differs unexpectedly, and
-leaves no file or process behind.
+It needs only torch. Each page's download runs alone in a fresh Python, on
+the CPU, in an empty temporary folder, and what each block prints is compared
+with the site: lines that depend on the machine by their shape, and a block
+that needs a package this Python lacks is named, not run. On a GPU, the pages
+with device code run there too. It exits with 0 when nothing differs
+unexpectedly, and leaves no file or process behind.
 """
 
 import argparse
@@ -31,7 +30,6 @@ from tools.page_runner import (
     TimedOut,
     compare_text,
     describe_machine,
-    end_all,
     in_parallel,
     run,
     run_blocks,
@@ -40,7 +38,7 @@ from tools.page_runner import (
 )
 
 NAME = "check-appendix-a.py"
-MISSING = "--missing"  # not_runnable's child: which packages a page's run lacks
+MISSING = "--missing"  # missing()'s child: which packages a page's run lacks
 SITE = {}  # the pages, their code and what the site shows under each block
 
 DIFF_LINES = 16  # of the first difference on the screen (the report: all)
@@ -52,11 +50,6 @@ STOP_SIGNALS = [signal.SIGINT, signal.SIGTERM] + (
 
 class Stop(Exception):
     """A stop signal (its number the argument): every page run has ended."""
-
-
-def say(message, status):
-    print(f"{NAME}: {message}", file=sys.stderr)
-    return status
 
 
 # ---- the pages ---------------------------------------------------------------
@@ -76,73 +69,69 @@ def page_name(text):
         f"there is no page {text!r} to check; choose one of {page_ids()}")
 
 
-def not_runnable(names):
-    """{page: {block's key: the packages it needs that python -I lacks}}."""
-    missing = run([sys.executable, "-I", __file__, MISSING,
-                   *SITE["packages"]], 60)[1].split()
-    return {name: {cell["key"]: needs for cell in SITE["pages"][name]["cells"]
-                   if (needs := [p for p in cell["needs"] if p in missing])}
-            for name in names}
+def missing():
+    """The packages the pages need that python -I, as a page's run, lacks."""
+    return run([sys.executable, "-I", __file__, MISSING, *SITE["packages"]],
+               60)[1].split()
 
 
-def run_download(name, timeout, on_device, skip):
-    """Run a page's download alone, but the blocks in `skip`, on the device or
-    with every GPU hidden; its outputs, or why it failed."""
+def run_download(name, timeout, on_device, lacks):
+    """Run a page's download alone, on the device or with every GPU hidden,
+    but the blocks needing a package it `lacks`: its outputs, or why not."""
     page, start = SITE["pages"][name], time.perf_counter()
-    whole = page.get("whole", False)  # a program of its own, not blocks
+    whole, skipped = page.get("whole", False), {}  # whole: not in blocks
     parts = page["code"].split("\n# %%\n")  # the docstring, then a part a block
     for index, cell in [] if whole else enumerate(page["cells"], 1):
-        if needs := skip.get(cell["key"]):
+        if needs := [package for package in cell["needs"] if package in lacks]:
+            skipped[cell["key"]] = needs
             parts[index] = f"# not run here: it needs {', '.join(needs)}\n"
     hide = () if on_device else ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES")
     try:
-        ran = run_page("\n# %%\n".join(parts), page["script"],
-                       [cell["key"] for cell in page["cells"]], timeout,
-                       {**os.environ, **dict.fromkeys(hide, "")},
-                       hide_mps=not on_device, whole=whole)
-        ran = {"status": "ran", "outputs": ran["outputs"],
-               "environment": ran["environment"]}
+        ran = {"status": "ran", **run_page(
+            "\n# %%\n".join(parts), page["script"],
+            [cell["key"] for cell in page["cells"]], timeout,
+            {**os.environ, **dict.fromkeys(hide, "")},
+            hide_mps=not on_device, whole=whole)}
     except Failed as failed:
         slow = " (a slow machine: raise --timeout)" * isinstance(
             failed, TimedOut)
         ran = {"status": "failed", "error": f"{failed}{slow}",
                "stderr": failed.stderr}
-    return {**ran, "seconds": round(time.perf_counter() - start, 2)}
+    return {**ran, "seconds": round(time.perf_counter() - start, 2),
+            "skipped": skipped}
 
 
 def interrupted(signum, frame):
-    """Ctrl-C, SIGTERM, a closed terminal: end every page run, then Stop."""
+    """Ctrl-C, SIGTERM, a closed terminal: Stop (in_parallel ends the runs)."""
     for each in STOP_SIGNALS:  # one stop is enough
         signal.signal(each, signal.SIG_IGN)
-    end_all()
     raise Stop(signum)
 
 
-def compare_page(name, ran, skip):
+def compare_page(name, ran):
     """The run's verdict: "same", "machine" (only machine-dependent lines
-    differ: listed) or "different" (the first diff); `skip`: not run."""
-    verdict = {"status": "same", "seconds": ran["seconds"], "lines": [],
-               "skipped": skip}
+    differ: listed by block) or "different" (the first diff)."""
+    verdict = {"status": "same", "lines": {}, "seconds": ran["seconds"],
+               "skipped": ran["skipped"]}
     for cell in SITE["pages"][name]["cells"]:
         recorded, key = cell["output"], cell["key"]
         fresh = ran["outputs"][key]
-        if fresh == recorded or key in skip:
+        if fresh == recorded or key in ran["skipped"]:
             continue
         if diff := compare_text(recorded, fresh, key, SITE["varying"]):
             return {**verdict, "status": "different", "key": key, "diff": diff}
         pairs = zip(recorded.splitlines(), fresh.splitlines())
         verdict["status"] = "machine"
-        verdict["lines"] += [
-            {"key": key, "line": number, "site": site, "here": here,
-             "why": SITE["varying"][key]["reason"]}
+        verdict["lines"][key] = [
+            {"line": number, "site": site, "here": here}
             for number, (site, here) in enumerate(pairs, 1) if site != here]
     return verdict
 
 
 # ---- the machine -------------------------------------------------------------
 
-def machine_lines(facts):
-    """{label: text} of this machine."""
+def machine_lines(facts, lacks):
+    """{label: text} of this machine, which `lacks` some packages."""
     gpus, nccl = facts["gpus"], facts["nccl"]
     machine = {
         "torch": f"{facts['torch']} ({facts['build']} build)",
@@ -153,10 +142,9 @@ def machine_lines(facts):
                 else "not available: this torch has no CUDA",
         "MPS": "available (Apple silicon GPU)" if facts["mps"] else
                "built in, but not available here" if facts["mps_built"]
-               else "not available"}
-    if facts["distributed"]:
-        machine["NCCL"] = f"available ({nccl})" if nccl else "not in this build"
-        machine["Gloo"] = "available" if facts["gloo"] else "not in this build"
+               else "not available",
+        "NCCL": f"available ({nccl})" if nccl else "not in this build",
+        "Gloo": "available" if facts["gloo"] else "not in this build"}
     why = "no CUDA GPU is visible" if nccl else "this torch has no NCCL"
     machine["DDP"] = (
         "torch.distributed is not in this build: the DDP scripts cannot run "
@@ -166,10 +154,8 @@ def machine_lines(facts):
         f"the scripts use Gloo on CPU processes here ({why})" if facts["gloo"]
         else "neither NCCL nor Gloo: the DDP scripts cannot run")
     for package in [p for p in SITE["packages"] if p != "torch"]:  # above
-        try:
-            machine[package] = importlib.import_module(package).__version__
-        except ImportError:
-            machine[package] = "not installed"
+        machine[package] = "not installed" if package in lacks else (
+            importlib.import_module(package).__version__)
     return machine
 
 
@@ -181,17 +167,12 @@ def counted(number, noun):
 
 def result_text(verdict):
     """What a page's run shows, in a few words."""
-    count = len(verdict.get("lines", []))
+    count = sum(map(len, verdict.get("lines", {}).values()))
     depend = f"{counted(count, 'line')} that depend{'s' * (count == 1)}"
     return {"same": "the same as the site",
             "machine": f"the same as the site, except {depend} on the machine",
             "different": f"differs from the site in {verdict.get('key')}",
             }.get(verdict["status"], verdict.get("error"))
-
-
-def recorded_with():
-    return ("torch {torch}, Python {python}, {machine}, {device}"
-            .format_map(SITE["recorded"]))
 
 
 def page_lines(name, verdict, whole=False, where=""):
@@ -202,18 +183,12 @@ def page_lines(name, verdict, whole=False, where=""):
     seconds = "." if status == "failed" else f" ({verdict['seconds']:.1f} s)"
     out = [f"{mark:10} {SITE['pages'][name]['title']}{where}: "
            f"{result_text(verdict)}{seconds}"]
-    lines = verdict.get("lines", [])
-    keys = [line["key"] for line in lines]
-    for at, line in enumerate(lines):
-        here, site, more = line["here"], line["site"], ""
-        if not whole and keys.index(line["key"]) < at:  # screen: the first
-            continue
-        if not whole:
-            here, site = short(here, site), short(site, here)
-            more = f" (and {keys.count(line['key']) - 1} more)" * (
-                keys.count(line["key"]) > 1)
-        out.append(f"{line['key']} line {line['line']}{more}: {here!r} here, "
-                   f"{site!r} on the site: {line['why']}")
+    for key, lines in verdict.get("lines", {}).items():
+        why = SITE["varying"][key]["reason"]
+        more = f" (and {len(lines) - 1} more)" * (len(lines) > 1 and not whole)
+        out += [f"{key} line {line['line']}{more}: {line['here']!r} here, "
+                f"{line['site']!r} on the site: {why}"
+                for line in (lines if whole else lines[:1])]  # screen: first
     out += [f"not run: {key} needs {' and '.join(needs)} "
             f"(pip install {' '.join(needs)})"
             for key, needs in verdict.get("skipped", {}).items()]
@@ -238,15 +213,6 @@ def device_lines(name, ran, device, cpu_run=None):
             out.append(f"  {cell['key']} on {device}:")
             out += [f"    {line}" for line in cell["output"].splitlines()]
     return out
-
-
-def short(text, other, width=30):
-    """`text` in at most `width` characters, from near where it differs."""
-    text, other = text.strip(), other.strip()
-    same = len(os.path.commonprefix([text, other]))
-    start = max(0, min(same - 8, len(text) - width))
-    text = ("..." if start else "") + text[start:]
-    return text if len(text) <= width else text[:width - 3] + "..."
 
 
 def summary_line(verdicts):
@@ -281,7 +247,7 @@ def report_text(data):
     out = [f"# {NAME} report\n", f"**{data['summary']}**\n",
            f"Made on {data['date']} in {data['seconds']:.0f} s by "
            f"`{data['command']}` (checker {data['checker']}); the site's "
-           f"outputs were recorded with {recorded_with()}.\n",
+           f"outputs were recorded with {SITE['recorded']}.\n",
            "## The machine\n", "| | |", "| --- | --- |",
            *("| {} | {} |".format(label, text.replace("|", "\\|"))
              for label, text in data["machine"].items()), "",
@@ -290,9 +256,8 @@ def report_text(data):
                   for line in page_lines(name, verdict, whole=True))]
     if device := data["device"]:
         out += [f"## On {device['device']}: {device['gpu']}\n",
-                f"The pages with device code ran again on {device['device']}; "
-                "what each block printed there is below, and in the data at "
-                "the end, for the site's GPU recordings.\n",
+                "What each block of the pages with device code printed there "
+                "(the data at the end keeps it for the site's recordings).\n",
                 fenced(line for name, ran in device["pages"].items()
                        for line in device_lines(name, ran, device["device"]))]
     payload = json.dumps(data, indent=1, ensure_ascii=False)
@@ -328,7 +293,7 @@ def above_zero(kind):
 def main(argv=None):
     parser = argparse.ArgumentParser(
         prog=f"python {NAME}", description=__doc__.splitlines()[0])
-    parser.error = lambda message: sys.exit(say(f"{message}.", 2))
+    parser.error = lambda message: parser.exit(2, f"{NAME}: {message}.\n")
     parser.add_argument("--page", action="append", type=page_name,
                         metavar="PAGE", help=f"check only this page: "
                         f"{page_ids()} (may be given more than once)")
@@ -348,15 +313,16 @@ def main(argv=None):
         try:
             facts = describe_machine()
         except ImportError:
-            return say("this Python has no torch, and the pages need it: "
-                       f"install it (pip install {' '.join(SITE['packages'])}"
-                       ", or see https://pytorch.org/get-started/locally/) "
-                       "and run this again.", 1)
-        machine = machine_lines(facts)
+            parser.exit(1, f"{NAME}: this Python has no torch, and the pages "
+                        "need it: install it (pip install "
+                        f"{' '.join(SITE['packages'])}, or see https://pytorch"
+                        ".org/get-started/locally/) and run this again.\n")
+        lacks = missing()
+        machine = machine_lines(facts, lacks)
         print(f"{NAME}: does this machine print what the site shows?",
               *(f"  {label:7} {text}" for label, text in machine.items()),
-              f"  The site: {recorded_with()}.\n", sep="\n", flush=True)
-        data = check(args, facts, machine)
+              f"  The site: {SITE['recorded']}.\n", sep="\n", flush=True)
+        data = check(args, facts, machine, lacks)
         if args.report:
             write_files({args.report: report_text(data)})
             print(f"The report is in {args.report}.")
@@ -367,24 +333,24 @@ def main(argv=None):
     return 0 if data["summary"].startswith("All the same") else 1
 
 
-def check(args, facts, machine):
-    """The pages on the CPU, --jobs at a time, then on the GPU one at a time."""
+def check(args, facts, machine, lacks):
+    """The pages on the CPU, --jobs at a time, then on the GPU one at a time,
+    but the blocks that need a package this machine `lacks`."""
     device = "cuda" if facts["gpus"] else "mps" if facts["mps"] else "cpu"
     gpu = facts["gpu"] or ("Apple silicon GPU" if facts["mps"] else None)
     names = [n for n in SITE["pages"] if not args.page or n in args.page]
-    start, skips = time.perf_counter(), not_runnable(names)
-    on_gpu = [name for name in names if name in SITE["device_pages"]]
+    start = time.perf_counter()
 
     def run_one(name, on_device=False):
         page = SITE["pages"][name]
         print(f"running {page['id']} on {device} ..." if on_device else
               f"[{names.index(name) + 1}/{len(names)}] running {page['id']} "
               f"({page['script']}) ...", file=sys.stderr, flush=True)
-        return run_download(name, args.timeout, on_device, skips[name])
+        return run_download(name, args.timeout, on_device, lacks)
 
     cpu_runs, verdicts = in_parallel(run_one, names, args.jobs), {}
     for name, ran in cpu_runs.items():
-        verdicts[name] = (compare_page(name, ran, skips[name])
+        verdicts[name] = (compare_page(name, ran)
                           if ran["status"] == "ran" else ran)
         print("\n".join(page_lines(name, verdicts[name])))
     data = {"format": 1, "checker": SITE["version"],
@@ -393,19 +359,18 @@ def check(args, facts, machine):
             "machine": machine, "recorded": SITE["recorded"],
             "environment": facts, "pages": verdicts, "device": None,
             "summary": summary_line(verdicts)}
-    if device != "cpu" and on_gpu:
+    if device != "cpu" and (on_gpu := [
+            name for name in names if name in SITE["device_pages"]]):
         print(f"\nThe pages with device code, on {device} ({gpu}):", flush=True)
         runs = in_parallel(lambda name: run_one(name, True), on_gpu, 1)
         for name, ran in runs.items():
             if ran["status"] == "ran":
-                verdict = compare_page(name, ran, skips[name])
+                verdict = compare_page(name, ran)
                 ran["verdict"] = result_text(verdict) + f" ({GPU_NOTE})" * (
                     verdict["status"] == "different")
-                outputs = ran.pop("outputs")
-                ran["cells"] = [
-                    {"key": cell["key"], "fingerprint": cell["fingerprint"],
-                     "output": outputs[cell["key"]]}
-                    for cell in SITE["pages"][name]["cells"]]
+                outputs = ran.pop("outputs")  # as the site's cells, with these
+                ran["cells"] = [{**cell, "output": outputs[cell["key"]]}
+                                for cell in SITE["pages"][name]["cells"]]
             print("\n".join(device_lines(name, ran, device, cpu_runs[name])))
         data["device"] = {"device": device, "gpu": gpu, "pages": runs}
     data["seconds"] = round(time.perf_counter() - start, 1)
@@ -415,7 +380,7 @@ def check(args, facts, machine):
 
 if __name__ == "__main__" and sys.argv[1:2] == [RUN_BLOCKS]:  # run_page's
     run_blocks(*sys.argv[2:])
-elif __name__ == "__main__" and sys.argv[1:2] == [MISSING]:  # not_runnable's
+elif __name__ == "__main__" and sys.argv[1:2] == [MISSING]:  # missing()'s
     print(*(p for p in sys.argv[2:] if not importlib.util.find_spec(p)))
 elif __name__ == "__main__":
     if hasattr(sys.stdout, "reconfigure"):  # a console that lacks a character

@@ -1,10 +1,8 @@
-"""check-appendix-a.py: the download that checks a reader's machine against the site.
+"""check-appendix-a.py, the download that checks a reader's machine against the site: tools/page_runner.py and
+tools/check_appendix_a.py as one file, the site's data in place of the empty SITE, so it needs nothing but torch.
 
-    python -m tools.checker versions [PYTHON...]  # make checker-versions
-
-The build serves tools/page_runner.py and tools/check_appendix_a.py as one file with the site's data in place of
-the empty SITE, so it runs the pages as the recorder does and needs nothing but torch. `versions` runs it with
-each Python and adds what it found to measured/checker.json, which the setup pages render (VERSIONS_MARK).
+    python -m tools.checker versions [PYTHON...]  # make checker-versions: run it with each Python and add what
+                                                  # it found to measured/checker.json, which Setup renders
 """
 
 import ast
@@ -23,31 +21,24 @@ from tools.ddp_runs import SCRIPT_RUNS, run_key
 from tools.editions import EDITIONS, ENGLISH
 from tools.page_runner import run, write_files
 
-NAME = "check-appendix-a.py"
-SITE_LINE = "SITE = {}  # the pages, their code and what the site shows under each block\n"
+NAME = check_appendix_a.NAME
 VERSIONS = ROOT / "measured" / "checker.json"
 VERSIONS_MARK = "<!-- checker versions -->"
-
 
 # The recorded DDP runs that the checker runs too, as a reader would: {page that shows it: its run's name}.
 WHOLE_PROGRAMS = {run.page: name for name, run in SCRIPT_RUNS.items() if run.page}
 
 
-def checked_pages() -> list[str]:
-    """Every chapter page and each page of WHOLE_PROGRAMS, in the nav's order (their file names sort in it)."""
-    return sorted([*pages.chapter_pages(), *WHOLE_PROGRAMS])
-
-
 def site_data() -> dict:
     """What the checker embeds: the pages, their recorded outputs, the machine-dependent lines."""
-    manifest = json.loads(store.MANIFEST.read_text())
-    recorded = {**manifest["environment"], "device": ENGLISH.device(manifest["environment"])}
+    environment = json.loads(store.MANIFEST.read_text())["environment"]  # of the site's recordings
+    recorded = "torch {torch}, Python {python}, {machine}, ".format_map(environment) + ENGLISH.device(environment)
     whole = {run_key(name) for name in WHOLE_PROGRAMS.values()}
     site = {"pages": {}, "recorded": recorded, "device_pages": list(pages.GPU_PAGES), "packages": pages.all_needs(),
             "varying": {key: {"reason": spec["reason"], "lines": spec["lines"]}
                         for key, spec in store.varying_patterns().items()
                         if not key.startswith("scripts:") or key in whole}}
-    for page in checked_pages():
+    for page in sorted([*pages.chapter_pages(), *WHOLE_PROGRAMS]):  # in the nav's order: their file names sort in it
         title = pages.title(page)
         entry = site["pages"][page] = {"id": title.split(" ")[0], "title": title,
                                        **(whole_program(page) if page in WHOLE_PROGRAMS else page_program(page))}
@@ -70,8 +61,7 @@ def page_program(page: str) -> dict:
 def whole_program(page: str) -> dict:
     """A page's DDP program, run whole (`python SCRIPT`), as one block that printed its recorded run."""
     name = WHOLE_PROGRAMS[page]
-    script = ROOT / SCRIPT_RUNS[name].args[0]
-    code = script.read_text()
+    code = (script := ROOT / SCRIPT_RUNS[name].args[0]).read_text()
     return {"script": script.name, "code": code, "whole": True,
             "cells": [{"key": run_key(name), "fingerprint": digest(code), "needs": pages.imports(code),
                        "output": (store.SCRIPT_OUTPUTS / name).read_text()}]}
@@ -101,13 +91,11 @@ def generate(site: dict | None = None) -> str:
     head, imports, program = parts(check_appendix_a)
     site_json = json.dumps(site_data() if site is None else site, indent=1, ensure_ascii=False)
     literal = repr(site_json) if "'''" in site_json or site_json.endswith("\\") else f"r'''{site_json}'''"
-    assert program.count(SITE_LINE) == 1, f"tools/check_appendix_a.py has no line {SITE_LINE!r}"
     return (head + "".join(sorted(imports | runner_imports)) + runner.split('\nif __name__ == "__main__"')[0].rstrip()
-            + "\n\n" + program.replace(SITE_LINE, f"SITE = json.loads({literal})\n"))
+            + "\n\n" + program.replace("\nSITE = {}", f"\nSITE = json.loads({literal})", 1))
 
 
-# ---------------------------------------------------------------------------------------------
-# The torch versions the check has passed with here
+# ---- the torch versions the check has passed with here ---------------------------------------
 
 def versions_md(results: dict, language: str = "en", current: dict | None = None) -> str:
     """The table of pages against torch versions, from measured/checker.json; a page whose version is
@@ -123,16 +111,15 @@ def versions_md(results: dict, language: str = "en", current: dict | None = None
         text = words[f"checker_{entry['status']}"].format(**{"key": "", "error": "", **entry}).replace("|", "\\|")
         return text if entry.get("version") == current.get(page) else words["checker_earlier"].format(result=text)
 
-    rows = [f"| {words['checker_page']} | " + " | ".join(f"torch {v}" for v in versions) + " |",
-            "| --- |" + " --- |" * len(versions),
-            *(f"| [{pages.title(page, EDITIONS[language].docs).split(' ')[0]}]({page}) | "
-              + " | ".join(cell(page, entry) for entry in entries) + " |" for page, entries in checked.items())]
+    rows = [[f"[{pages.title(page, EDITIONS[language].docs).split(' ')[0]}]({page})",
+             *(cell(page, entry) for entry in entries)] for page, entries in checked.items()]
     passed = all(p["status"] in ("same", "machine") for v in versions for p in results[v]["pages"].values())
     lead = (words["checker_changed"] + "\n\n" if earlier else
             words["checker_all"].format(versions=words["bench_and"].join(versions)) + "\n\n" if passed else "")
     labels = [words["checked_by"].format(**{**results[v], "machine": words["checked_on"].format(
         **{**results[v]["machine"], "gpu": results[v]["machine"]["gpu"] or words["no_gpu"]})}) for v in versions]
-    return lead + "\n".join(rows) + "\n\n" + "\n\n".join(labels) + "\n"
+    table = pages.table([words["checker_page"], *(f"torch {v}" for v in versions)], rows)
+    return lead + table + "\n\n" + "\n\n".join(labels) + "\n"
 
 
 def run_checker(python: str, site: dict) -> dict:
