@@ -3,6 +3,7 @@ builds it (English in the root, Chinese in zh/), and as the Pages workflow publi
 
 import os
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -11,7 +12,7 @@ from mkdocs.utils.yaml import yaml_load
 
 from tools import ROOT, record, store
 from tools.editions import EDITIONS, Edition
-from tools.page_runner import run
+from tools.page_runner import run, tagged
 
 UPDATED = []  # what --update-outputs wrote, reported at the end of the session
 
@@ -98,3 +99,11 @@ def nav_pages(edition: Edition) -> list[tuple[str, str]]:
     stems = [(source, source.rsplit(".", 1)[0]) for source in _nav_sources(nav)]
     return [(f"{edition.docs.name}/{source}", edition.prefix + ("" if stem == "index" else f"{stem}/"))
             for source, stem in stems]
+
+
+def survivors(tag, settle=0.0):
+    """["pid command"] of the processes with `tag` left after `settle` s."""
+    deadline = time.monotonic() + settle
+    while (left := tagged(tag)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return [f"{pid} {command}" for pid, command in left.items()]

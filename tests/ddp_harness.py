@@ -15,12 +15,13 @@ from pathlib import Path
 import psutil
 import torch
 import torch.nn.functional as F
+from conftest import survivors
 from torch.utils.data import DataLoader
 from torch.utils.data.distributed import DistributedSampler
 
 from tools import ROOT
 from tools.ddp_runs import SCRIPT_RUNS, ddp_environment, load_script, run_key, training_data
-from tools.page_runner import compare_text, end_group, process_group, survivors
+from tools.page_runner import compare_text, end_group, process_group
 from tools.store import SCRIPT_OUTPUTS, varying_patterns
 
 SCRIPTS = ROOT / "scripts"

@@ -17,13 +17,13 @@ from pathlib import Path
 import pytest
 import torch
 from bs4 import BeautifulSoup
-from conftest import nav_pages
+from conftest import nav_pages, survivors
 
 from tools import ROOT, check_appendix_a, checker, page_runner, pages, record, store
 from tools.checker import NAME
 from tools.ddp_runs import SCRIPT_RUNS, run_key
 from tools.editions import EDITIONS, ENGLISH
-from tools.page_runner import process_group, run, survivors, tagged
+from tools.page_runner import process_group, run, tagged
 
 
 def run_checker(folder, *args, site=None, python=(sys.executable, "-I"), timeout=300, meanwhile=None):

@@ -12,10 +12,10 @@ import time
 
 import pytest
 import torch
-from conftest import ROOT
+from conftest import ROOT, survivors
 
 from tools import pages, record, store
-from tools.page_runner import compare_text, process_group, survivors, tagged
+from tools.page_runner import compare_text, process_group, tagged
 from tools.sections import SNIPPETS, read_sections
 from tools.store import OUTPUTS
 

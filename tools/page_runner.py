@@ -16,7 +16,6 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 import traceback
 import types
 import uuid
@@ -97,14 +96,6 @@ def tagged(tag):
             for process in psutil.process_iter(["environ", "cmdline", "status"])
             if tag in (process.info["environ"] or {}).get(TAG, "").split()
             and process.info["status"] != psutil.STATUS_ZOMBIE}
-
-
-def survivors(tag, settle=0.0):
-    """["pid command"] of the processes with `tag` left after `settle` s."""
-    deadline = time.monotonic() + settle
-    while (left := tagged(tag)) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    return [f"{pid} {command}" for pid, command in left.items()]
 
 
 def run(command, timeout, **popen):
