@@ -1,8 +1,7 @@
 """Measure the book and write the figures that the pages and README show.
 
 Every figure is a median of repeated runs; what is compared (our build against plain Material, DDP against one plain
-process) is measured in turns in the same run. measured/bench.json holds them with the version of what they measured
-(MEASURES), rendered into measured/*.md (the pages include them) and README's table, which say if it changed since."""
+process) is measured in turns in the same run."""
 
 import argparse
 import datetime
@@ -208,9 +207,7 @@ def label(entry, note="", language="en", readme=False):
 
 
 def version(section, root=ROOT):
-    """A digest of the files that `section` measures, None if none: which version of them its figures are of."""
-    if section not in MEASURES:
-        return None
+    """A digest of the files that `section` measures: which version of them its figures are of."""
     digest = hashlib.sha256()
     for path in sorted(path for name in MEASURES[section] for path in [root / name, *(root / name).rglob("*")]):
         relative = path.relative_to(root)
@@ -329,8 +326,8 @@ def main():
                    "ddp": lambda: measure_ddp(1 if args.quick else 3)}  # a round of launches: a minute
         for section in sections:
             print(f"bench: {section} ...", file=sys.stderr, flush=True)
-            measured = version(section)  # before, as what is measured may change meanwhile
-            results[section] = {**measure[section](), **about, **({"version": measured} if measured else {})}
+            measured = {"version": version(section)} if section in MEASURES else {}  # before, as it may change
+            results[section] = {**measure[section](), **about, **measured}
             print(json.dumps(results[section], indent=1), flush=True)
     render(results, args.out)
     print(f"wrote {args.out / 'measured' / 'bench.json'} and the figures it renders", file=sys.stderr)

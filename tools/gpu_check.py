@@ -1,7 +1,6 @@
 """`make gpu-check`: on a CUDA machine, record what only a GPU shows, all or nothing: the pages' GPU outputs
 (snippets/outputs/gpu/); DDP-script.py with NCCL on every visible GPU (at most 8), which must train fully and save a
-Gloo run's weights within 1e-5; with 2 GPUs, ddp-inside.py with NCCL, which must keep DDP's promises (both in
-scripts/outputs/gpu/, the GPU and the torch build in recorded-on.json). Without CUDA: one sentence, status 1."""
+Gloo run's weights within 1e-5; with 2 GPUs, ddp-inside.py with NCCL, which must keep DDP's promises."""
 
 import datetime
 import json
@@ -55,8 +54,7 @@ def check_ddp_with_nccl():
 
 
 def check_ddp_inside():
-    """ddp-inside.py with NCCL, which it uses with a GPU for each of its 2 processes: (its output, which must keep
-    DDP's promises as its recorded Gloo run does, its command); None with fewer GPUs."""
+    """ddp-inside.py with NCCL: (its output, its command); None with fewer than 2 GPUs, one a process."""
     if (gpus := torch.cuda.device_count()) < 2:
         print(f"gpu-check: ddp-inside.py needs 2 GPUs for NCCL, one a process, and this machine shows {gpus}: "
               "not run with NCCL")
