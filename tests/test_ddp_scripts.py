@@ -95,10 +95,19 @@ def test_script_imports_only_torch_and_has_no_build_markers(script):  # 80 colum
 
 
 @pytest.mark.parametrize("script", LAUNCHERS.values())
-def test_script_reads_in_the_books_order(script):
-    names, books = (list(script_diff.parts((folder / script).read_text())) for folder in (SCRIPTS, BOOK))
-    assert [n for n in names if n in books] == books, f"scripts/{script}: parts in the order {names}, not {books}"
+def test_script_reads_in_the_books_order_whose_parts_hold_every_line_of_it_once(script):
+    code, names = (BOOK / script).read_text(), list(script_diff.parts((SCRIPTS / script).read_text()))
+    books, non_blank = script_diff.parts(code), [line for line in code.splitlines() if line.strip()]
+    assert [line for part in books.values() for line in part.splitlines() if line.strip()] == non_blank
+    assert [n for n in names if n in books] == list(books), (
+        f"scripts/{script}: parts in the order {names}, not {list(books)}")
     assert names[-1] == "__main__", "the __main__ block comes last, as in the book"
+
+
+def test_a_comment_after_a_parts_last_line_stays_with_it():
+    code = "def f():\n    x = 1\n\n    # after x\n\n\n# above g\ndef g():\n    pass\n# last\n"
+    assert script_diff.parts(code) == {"f": "def f():\n    x = 1\n\n    # after x",
+                                       "g": "# above g\ndef g():\n    pass\n# last"}
 
 
 # What the scripts carry of snippets/appendix_a.py, which the chapter pages show, compared as code: {script: {part:
