@@ -34,22 +34,17 @@ ALONE = Path(__file__).parent / "alone"  # its sitecustomize blocks this project
 
 @dataclass
 class Job:
-    """The result of one launch."""
-
     command: list
     cwd: Path
     tmpdir: Path  # the job's TMPDIR, removed once the job is over
     returncode: int
     stdout: str
+    stderr: str
     stderr_lines: list  # (seconds since the start, line)
     seconds: float  # from the start to the exit of the launching process
     survivors: list  # "pid command" of the job's processes alive 10 s after the launcher exited
     leftovers: list  # names of the files the job left in its TMPDIR
     signalled_at: float | None  # seconds from the start to the signal sent (`signal_when`)
-
-    @property
-    def stderr(self):
-        return "".join(line for _, line in self.stderr_lines)
 
     def describe(self):
         return (f"$ {' '.join(map(str, self.command))}\nexit status {self.returncode} after {self.seconds:.1f} s\n"
@@ -102,8 +97,8 @@ def run_job(args, env=None, timeout=120, cwd=ROOT, signal_when=None):
         # torch keeps a compiler cache there (torchinductor_USER): not the job's doing
         leftovers = sorted(p.name for p in Path(tmpdir).iterdir() if not p.name.startswith("torchinductor_"))
     return Job(command, Path(cwd), Path(tmpdir), process.returncode, stdout="".join(line for _, line in out),
-               stderr_lines=err, seconds=seconds, survivors=left, leftovers=leftovers,
-               signalled_at=signalled_at)
+               stderr="".join(line for _, line in err), stderr_lines=err, seconds=seconds, survivors=left,
+               leftovers=leftovers, signalled_at=signalled_at)
 
 
 def assert_recorded(job, name):
@@ -139,6 +134,5 @@ def single_process_weights():
 
 
 def assert_same_weights(saved):
-    """That the file `saved` holds single_process_weights()."""
     torch.testing.assert_close(torch.load(saved, weights_only=True), single_process_weights(), atol=1e-6, rtol=1e-6)
 

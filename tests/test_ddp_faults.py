@@ -114,9 +114,7 @@ def failed(job, bound, status=None, fault=None):
 
 @pytest.fixture
 def run_in_process(monkeypatch, capsys):
-    """run(script, args, env, status, gpus): a script's `__main__` run here, in ddp_environment(**env), seeing `gpus`
-    GPUs and setting no signal handler, that must exit with `status` within 10 s, printing nothing and no traceback,
-    before it starts a process; its stderr."""
+    """run(script, args, env, status, gpus): a script's `__main__` run here, exiting before it starts a process."""
     def run(script, args=(), env=None, status=2, gpus=0):
         monkeypatch.setattr(sys, "argv", [str(ROOT / script), *map(str, args)])
         monkeypatch.setattr(torch.multiprocessing, "spawn", Mock(side_effect=AssertionError(f"{script} started ranks")))
