@@ -67,9 +67,7 @@ def test_a_mark_reads_the_blocks_around_it_and_says_when_it_cannot_be_read():
 
 # --- What the pages say about torch that no output of theirs shows
 
-@pytest.fixture(scope="module")
-def torch():
-    return needs_torch()
+torch = pytest.fixture(needs_torch, scope="module", name="torch")
 
 
 def test_a2_view_transpose_and_contiguous(torch):
