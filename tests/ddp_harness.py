@@ -52,8 +52,7 @@ class Job:
 
 
 def run_alone(tmp, script, *args, launcher=(), code=None, **env):
-    """Run scripts/SCRIPT (or `code` under its name) alone in an empty folder, with a Python that cannot import
-    `snippets` or `tools` and checks destroy_process_group; `launcher`: the arguments before the script's."""
+    """Run scripts/SCRIPT (or `code` under its name) alone in an empty folder, under ALONE; `launcher`: before it."""
     folder = Path(tempfile.mkdtemp(prefix="alone-", dir=tmp))
     (folder / script).write_text(code or (SCRIPTS / script).read_text())
     return run_job([*launcher, script, *args], env=ddp_environment(PYTHONPATH=str(ALONE), **env), cwd=folder)
@@ -62,9 +61,8 @@ def run_alone(tmp, script, *args, launcher=(), code=None, **env):
 def run_job(args, env=None, timeout=120, cwd=ROOT, signal_when=None):
     """Run `python ARGS...` in a process group and a TMPDIR of its own, ended after `timeout` s; return a Job.
     Once the launcher has exited, the processes with the group's tag (torchrun's workers, in sessions of their own,
-    carry it too) get 10 s to go (multiprocessing's resource tracker took over 2 s on a busy machine); any
-    left are its survivors, and are ended. signal_when=(when, send): send(the launcher's pid) once when(the launcher,
-    a psutil.Process, and stdout so far) is true; asked every 50 ms."""
+    carry it too) get 10 s to go (multiprocessing's resource tracker took over 2 s on a busy machine).
+    signal_when=(when, send): send(the launcher's pid) once when(the launcher, a psutil.Process, and stdout) is true."""
     command = [sys.executable, *map(str, args)]
     out, err, signalled_at = [], [], None
     with tempfile.TemporaryDirectory(prefix="ddp-job-") as tmpdir:

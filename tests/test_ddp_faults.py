@@ -98,8 +98,7 @@ def jobs(tmp):
 
 
 def failed(job, bound, status=None, fault=None):
-    """Assert that `job` failed (with `status` if given) within `bound` seconds, leaving nothing behind, and
-    for fault=(name, seconds) that it ended within `seconds` of rank 1 meeting that fault."""
+    """fault=(name, seconds): the job must end within `seconds` of rank 1 meeting that fault."""
     assert job.returncode != 0 and status in (None, job.returncode), job.describe()
     assert job.seconds < bound, f"took {job.seconds:.1f} s, more than {bound} s\n{job.describe()}"
     assert not job.survivors, f"processes left behind: {job.survivors}\n{job.describe()}"
