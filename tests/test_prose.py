@@ -16,7 +16,6 @@ PAGES = sorted(path.name for path in ENGLISH.docs.glob("*.md"))
 
 
 def test_both_editions_say_the_same_of_the_outputs_and_it_holds():
-    """The same marks in the same order on each page of both editions, and each true of what is stored."""
     problems = []
     for page in PAGES:
         texts = {edition.docs.name: (edition.docs / page).read_text() for edition in (ENGLISH, CHINESE)}
