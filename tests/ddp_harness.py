@@ -34,22 +34,17 @@ ALONE = Path(__file__).parent / "alone"  # its sitecustomize blocks this project
 
 @dataclass
 class Job:
-    """The result of one launch."""
-
     command: list
     cwd: Path
     tmpdir: Path  # the job's TMPDIR, removed once the job is over
     returncode: int
     stdout: str
+    stderr: str
     stderr_lines: list  # (seconds since the start, line)
     seconds: float  # from the start to the exit of the launching process
     survivors: list  # "pid command" of the job's processes alive 10 s after the launcher exited
     leftovers: list  # names of the files the job left in its TMPDIR
     signalled_at: float | None  # seconds from the start to the signal sent (`signal_when`)
-
-    @property
-    def stderr(self):
-        return "".join(line for _, line in self.stderr_lines)
 
     def describe(self):
         return (f"$ {' '.join(map(str, self.command))}\nexit status {self.returncode} after {self.seconds:.1f} s\n"
@@ -57,8 +52,7 @@ class Job:
 
 
 def run_alone(tmp, script, *args, launcher=(), code=None, **env):
-    """Run scripts/SCRIPT (or `code` under its name) alone in an empty folder, with a Python that cannot import
-    `snippets` or `tools` and checks destroy_process_group; `launcher`: the arguments before the script's."""
+    """Run scripts/SCRIPT (or `code` under its name) alone in an empty folder, under ALONE; `launcher`: before it."""
     folder = Path(tempfile.mkdtemp(prefix="alone-", dir=tmp))
     (folder / script).write_text(code or (SCRIPTS / script).read_text())
     return run_job([*launcher, script, *args], env=ddp_environment(PYTHONPATH=str(ALONE), **env), cwd=folder)
@@ -67,9 +61,8 @@ def run_alone(tmp, script, *args, launcher=(), code=None, **env):
 def run_job(args, env=None, timeout=120, cwd=ROOT, signal_when=None):
     """Run `python ARGS...` in a process group and a TMPDIR of its own, ended after `timeout` s; return a Job.
     Once the launcher has exited, the processes with the group's tag (torchrun's workers, in sessions of their own,
-    carry it too) get 10 s to go (multiprocessing's resource tracker took over 2 s on a busy machine); any
-    left are its survivors, and are ended. signal_when=(when, send): send(the launcher's pid) once when(the launcher,
-    a psutil.Process, and stdout so far) is true; asked every 50 ms."""
+    carry it too) get 10 s to go (multiprocessing's resource tracker took over 2 s on a busy machine).
+    signal_when=(when, send): send(the launcher's pid) once when(the launcher, a psutil.Process, and stdout) is true."""
     command = [sys.executable, *map(str, args)]
     out, err, signalled_at = [], [], None
     with tempfile.TemporaryDirectory(prefix="ddp-job-") as tmpdir:
@@ -102,8 +95,8 @@ def run_job(args, env=None, timeout=120, cwd=ROOT, signal_when=None):
         # torch keeps a compiler cache there (torchinductor_USER): not the job's doing
         leftovers = sorted(p.name for p in Path(tmpdir).iterdir() if not p.name.startswith("torchinductor_"))
     return Job(command, Path(cwd), Path(tmpdir), process.returncode, stdout="".join(line for _, line in out),
-               stderr_lines=err, seconds=seconds, survivors=left, leftovers=leftovers,
-               signalled_at=signalled_at)
+               stderr="".join(line for _, line in err), stderr_lines=err, seconds=seconds, survivors=left,
+               leftovers=leftovers, signalled_at=signalled_at)
 
 
 def assert_recorded(job, name):
@@ -139,6 +132,5 @@ def single_process_weights():
 
 
 def assert_same_weights(saved):
-    """That the file `saved` holds single_process_weights()."""
     torch.testing.assert_close(torch.load(saved, weights_only=True), single_process_weights(), atol=1e-6, rtol=1e-6)
 

@@ -10,7 +10,7 @@ import nbformat
 import pytest
 from bs4 import BeautifulSoup
 
-from tools import BOOK, book, pages, script_diff, store
+from tools import BOOK, book, pages, store
 from tools.editions import EDITIONS
 
 
@@ -174,21 +174,3 @@ def test_every_block_says_whose_it_is_and_every_difference_is_explained_beside_i
     assert len(rows) == len(book.differences()), "the summary lists every declared difference, once"
     for row, difference in zip(rows, book.differences()):
         assert text_of(difference.reasons[edition.language]) in text_of(row.get_text())
-
-
-# --- the book's DDP scripts, part by part ---------------------------------------------------
-
-def non_blank(text: str) -> list[str]:
-    return [line for line in text.splitlines() if line.strip()]
-
-
-@pytest.mark.parametrize("script", ["DDP-script.py", "DDP-script-torchrun.py"])
-def test_the_parts_of_a_book_script_hold_every_line_of_it_once_in_order(script):
-    code = (BOOK / script).read_text()
-    assert non_blank("\n".join(script_diff.parts(code).values())) == non_blank(code)
-
-
-def test_a_comment_after_a_parts_last_line_stays_with_it():
-    code = "def f():\n    x = 1\n\n    # after x\n\n\n# above g\ndef g():\n    pass\n# last\n"
-    assert script_diff.parts(code) == {"f": "def f():\n    x = 1\n\n    # after x",
-                                       "g": "# above g\ndef g():\n    pass\n# last"}

@@ -98,8 +98,7 @@ def jobs(tmp):
 
 
 def failed(job, bound, status=None, fault=None):
-    """Assert that `job` failed (with `status` if given) within `bound` seconds, leaving nothing behind, and
-    for fault=(name, seconds) that it ended within `seconds` of rank 1 meeting that fault."""
+    """fault=(name, seconds): the job must end within `seconds` of rank 1 meeting that fault."""
     assert job.returncode != 0 and status in (None, job.returncode), job.describe()
     assert job.seconds < bound, f"took {job.seconds:.1f} s, more than {bound} s\n{job.describe()}"
     assert not job.survivors, f"processes left behind: {job.survivors}\n{job.describe()}"
@@ -114,9 +113,7 @@ def failed(job, bound, status=None, fault=None):
 
 @pytest.fixture
 def run_in_process(monkeypatch, capsys):
-    """run(script, args, env, status, gpus): a script's `__main__` run here, in ddp_environment(**env), seeing `gpus`
-    GPUs and setting no signal handler, that must exit with `status` within 10 s, printing nothing and no traceback,
-    before it starts a process; its stderr."""
+    """run(script, args, env, status, gpus): a script's `__main__` run here, exiting before it starts a process."""
     def run(script, args=(), env=None, status=2, gpus=0):
         monkeypatch.setattr(sys, "argv", [str(ROOT / script), *map(str, args)])
         monkeypatch.setattr(torch.multiprocessing, "spawn", Mock(side_effect=AssertionError(f"{script} started ranks")))

@@ -36,7 +36,6 @@ def book_on_the_cpu(tmp):
 
 
 def two_nodes(tmp):
-    """Two torchrun agents with one process each, meeting through a c10d rendezvous on loopback, with USE_LIBUV=0."""
     port = get_free_port()  # and the run's id
     agent = ["-m", "torch.distributed.run", "--nnodes=2", "--nproc_per_node=1", "--rdzv-backend=c10d",
              f"--rdzv-endpoint=127.0.0.1:{port}", f"--rdzv-id=test-{port}", "--rdzv-conf=join_timeout=60"]
@@ -95,10 +94,19 @@ def test_script_imports_only_torch_and_has_no_build_markers(script):  # 80 colum
 
 
 @pytest.mark.parametrize("script", LAUNCHERS.values())
-def test_script_reads_in_the_books_order(script):
-    names, books = (list(script_diff.parts((folder / script).read_text())) for folder in (SCRIPTS, BOOK))
-    assert [n for n in names if n in books] == books, f"scripts/{script}: parts in the order {names}, not {books}"
+def test_script_reads_in_the_books_order_whose_parts_hold_every_line_of_it_once(script):
+    code, names = (BOOK / script).read_text(), list(script_diff.parts((SCRIPTS / script).read_text()))
+    books, non_blank = script_diff.parts(code), [line for line in code.splitlines() if line.strip()]
+    assert [line for part in books.values() for line in part.splitlines() if line.strip()] == non_blank
+    assert [n for n in names if n in books] == list(books), (
+        f"scripts/{script}: parts in the order {names}, not {list(books)}")
     assert names[-1] == "__main__", "the __main__ block comes last, as in the book"
+
+
+def test_a_comment_after_a_parts_last_line_stays_with_it():
+    code = "def f():\n    x = 1\n\n    # after x\n\n\n# above g\ndef g():\n    pass\n# last\n"
+    assert script_diff.parts(code) == {"f": "def f():\n    x = 1\n\n    # after x",
+                                       "g": "# above g\ndef g():\n    pass\n# last"}
 
 
 # What the scripts carry of snippets/appendix_a.py, which the chapter pages show, compared as code: {script: {part:
@@ -142,7 +150,6 @@ def test_changed_parts_and_reasons_match_and_no_line_is_shown_moved_for_its_inde
 
 
 def test_a_part_without_a_reason_is_found(monkeypatch, tmp_path):
-    """The check above can fail: a script with one more changed part has a part without a reason."""
     (tmp_path / "DDP-script.py").write_text((SCRIPTS / "DDP-script.py").read_text() + "\n\ndef extra():\n    pass\n")
     monkeypatch.setattr(script_diff, "SCRIPTS", tmp_path)
     parts = {part.name: part for part in script_diff.compare("DDP-script.py")}
@@ -166,14 +173,6 @@ def test_script_alone_trains_prints_what_is_recorded_leaves_no_file_and_destroys
     assert undestroyed.returncode != 0 and UNDESTROYED in undestroyed.stderr, undestroyed.describe()
 
 
-def with_cell(text, label, occurrence, value):
-    """A ddp-inside.py printout with one cell changed: rank 1's of the `occurrence`-th row `label`."""
-    lines = text.splitlines(keepends=True)
-    at = [i for i, line in enumerate(lines) if line[:11].strip() == label][occurrence]
-    lines[at] = (f"{label:11}{lines[at][11:23].strip():12}{value:12}").rstrip() + "\n"
-    return "".join(lines)
-
-
 def test_the_recorded_ddp_inside_run_keeps_ddps_promises_and_a_printout_that_breaks_one_is_caught():
     recorded = (SCRIPT_OUTPUTS / "ddp-inside.txt").read_text()
     assert ddp_runs.inside_problems(recorded) == []
@@ -188,8 +187,11 @@ def test_the_recorded_ddp_inside_run_keeps_ddps_promises_and_a_printout_that_bre
         ("examples", 0, examples[0]): f"step 1: the ranks' examples overlap: {[examples[0]] * 2}",
         ("all-reduce", 1, off): f"step 2: the all-reduce gave {[average[0], off]}, not the mean of "
                                 f"{table['step 2']['own b.grad'][0]}"}
+    lines = recorded.splitlines(keepends=True)
     for (label, occurrence, value), problem in broken.items():
-        assert ddp_runs.inside_problems(with_cell(recorded, label, occurrence, value)) == [problem]
+        at = [i for i, line in enumerate(lines) if line[:11].strip() == label][occurrence]
+        changed = f"{label:11}{lines[at][11:23].strip():12}{value:12}".rstrip() + "\n"
+        assert ddp_runs.inside_problems("".join([*lines[:at], changed, *lines[at + 1:]])) == [problem]
 
 
 def test_ddp_inside_alone_prints_what_is_recorded_and_keeps_ddps_promises(jobs):

@@ -16,7 +16,6 @@ PAGES = sorted(path.name for path in ENGLISH.docs.glob("*.md"))
 
 
 def test_both_editions_say_the_same_of_the_outputs_and_it_holds():
-    """The same marks in the same order on each page of both editions, and each true of what is stored."""
     problems = []
     for page in PAGES:
         texts = {edition.docs.name: (edition.docs / page).read_text() for edition in (ENGLISH, CHINESE)}
@@ -67,9 +66,7 @@ def test_a_mark_reads_the_blocks_around_it_and_says_when_it_cannot_be_read():
 
 # --- What the pages say about torch that no output of theirs shows
 
-@pytest.fixture(scope="module")
-def torch():
-    return needs_torch()
+torch = pytest.fixture(needs_torch, scope="module", name="torch")
 
 
 def test_a2_view_transpose_and_contiguous(torch):
