@@ -107,3 +107,8 @@ def survivors(tag, settle=0.0):
     while (left := tagged(tag)) and time.monotonic() < deadline:
         time.sleep(0.1)
     return [f"{pid} {command}" for pid, command in left.items()]
+
+
+@pytest.fixture(scope="module")
+def tmp(tmp_path_factory):  # a folder for a test module's jobs
+    return tmp_path_factory.mktemp("jobs")

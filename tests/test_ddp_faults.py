@@ -40,11 +40,6 @@ def good_snapshot():
     return {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epochs_done": 1}
 
 
-@pytest.fixture(scope="module")
-def tmp(tmp_path_factory):
-    return tmp_path_factory.mktemp("ddp-faults")
-
-
 def with_fault(fault, folder=FAULT_INJECTION):  # its sitecustomize: the last rank raises, is killed or stalls
     return ddp_environment(PYTHONPATH=str(folder), FAULT=fault)
 

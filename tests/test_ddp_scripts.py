@@ -53,11 +53,6 @@ def without_destroy(tmp, script, *args):
 
 
 @pytest.fixture(scope="module")
-def tmp(tmp_path_factory):
-    return tmp_path_factory.mktemp("ddp")
-
-
-@pytest.fixture(scope="module")
 def jobs(tmp):
     """{name: Future of a Job}: every launch, longest first, two at a time (each keeps about two cores busy)."""
     # The two-node and spawn runs take Windows' code path (a TCP store without libuv); all must print the same.
