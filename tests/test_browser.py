@@ -48,7 +48,6 @@ A93 = ("a9-multi-gpu-training", "a9-ddp-in-practice")
 A93_PAGES = {f"{edition.prefix}{page}/" for edition in EDITIONS.values() for page in A93}
 FOCUS_PAGES, OUTPUTS_PAGE = {"setup/", "notebooks/code-part2/"}, "a2-understanding-tensors/"
 assert A93_PAGES | FOCUS_PAGES | {OUTPUTS_PAGE} <= {url for _, url in PAGES}, "a page checked on its own left the nav"
-# The checks made inside the pages, as functions that return the problems they find; the tests call them by name.
 CHECKS = "\n".join(path.read_text() for path in sorted((ROOT / "tests" / "browser").glob("*.js")))
 
 

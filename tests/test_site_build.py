@@ -421,6 +421,8 @@ def test_every_page_is_light_its_links_lead_to_elements_and_its_code_fits_the_co
         ids = [e["id"] for e in elements if e.has_attr("id")] + [e["name"] for e in soup.select("a[name]")]
         problems += [f"{name}: id={id!r} on {count} elements" for id, count in sorted(Counter(ids).items())
                      if count > 1 or not id.strip()]
+        problems += [f"{name}: aria-labelledby names {id!r}, which no element has" for e in elements
+                     for id in e.get("aria-labelledby", "").split() if id not in ids]
         problems += [f"{name}: <{e.name} markdown={e['markdown']!r}>, not HTML: Python-Markdown leaves a block of HTML "
                      "as it is without it, so remove it from the page" for e in elements if e.has_attr("markdown")]
         outlines[page] = ids, [link for e in elements if e.name != "link" and (link := e.get("href") or e.get(
