@@ -23,7 +23,6 @@ INSTALL_HINT = ("install it with `sudo apt-get install -y chromium-headless-shel
 
 
 def cannot_run(reason: str, hint: str = INSTALL_HINT):
-    """Skip the browser tests, saying why and what to do; under CI (CI=true), fail instead."""
     message = f"the browser tests cannot run: {reason}. To run them, {hint}"
     if os.environ.get("CI") == "true":
         pytest.fail(message, pytrace=False)
