@@ -23,7 +23,6 @@ INSTALL_HINT = ("install it with `sudo apt-get install -y chromium-headless-shel
 
 
 def cannot_run(reason: str, hint: str = INSTALL_HINT):
-    """Skip the browser tests, saying why and what to do; under CI (CI=true), fail instead."""
     message = f"the browser tests cannot run: {reason}. To run them, {hint}"
     if os.environ.get("CI") == "true":
         pytest.fail(message, pytrace=False)
@@ -48,7 +47,6 @@ A93 = ("a9-multi-gpu-training", "a9-ddp-in-practice")
 A93_PAGES = {f"{edition.prefix}{page}/" for edition in EDITIONS.values() for page in A93}
 FOCUS_PAGES, OUTPUTS_PAGE = {"setup/", "notebooks/code-part2/"}, "a2-understanding-tensors/"
 assert A93_PAGES | FOCUS_PAGES | {OUTPUTS_PAGE} <= {url for _, url in PAGES}, "a page checked on its own left the nav"
-# The checks made inside the pages, as functions that return the problems they find; the tests call them by name.
 CHECKS = "\n".join(path.read_text() for path in sorted((ROOT / "tests" / "browser").glob("*.js")))
 
 

@@ -177,10 +177,9 @@ def chinese_texts() -> dict[str, str]:
              *CHINESE.notebooks.glob("*.ipynb"), *ROOT.glob("measured/*.zh.md"), ROOT / CHINESE.config]
     texts = {str(path.relative_to(ROOT)): path.read_text() for path in paths}
     texts["tools/words.toml (zh)"] = "\n".join(CHINESE.words.values())
-    for declared in ("snippets/varying_outputs.toml", "snippets/book_differences.toml",
-                     "snippets/script_differences.toml"):
-        texts[f"{declared} (reason_zh, summary_zh)"] = "\n".join(re.findall(
-            r'^(?:reason|summary)_zh = (.*?)(?=^\w|\Z)', (ROOT / declared).read_text(), re.S | re.M))
+    for declared in sorted(ROOT.glob("snippets/*.toml")):
+        texts[f"{declared.relative_to(ROOT)} (reason_zh, summary_zh)"] = "\n".join(re.findall(
+            r'^(?:reason|summary)_zh = (.*?)(?=^\w|\Z)', declared.read_text(), re.S | re.M))
     return texts
 
 
@@ -357,8 +356,8 @@ def test_the_pages_say_the_pythons_of_pyproject_and_the_packages_the_code_import
         needs = list(dict.fromkeys(name for cell in pages.split_download(download) for name in pages.imports(cell)))
         everything += needs
         assert set(needs) <= PINNED, f"{page} imports a package that requirements.txt does not pin"
-        docstring = download.split('"""')[1]
-        assert f"It needs {ENGLISH.listing(needs)} (pip install {' '.join(needs)})" in " ".join(docstring.split())
+        assert f"It needs {ENGLISH.listing(needs)} (pip install {' '.join(needs)})" in " ".join(
+            download.split('"""')[1].split()), f"{page}'s download's docstring does not say it needs {needs}"
         box = soup_of(built_site, edition.prefix + Path(page).stem).select_one(".admonition.tip")
         assert box.select_one(f'a[href="../downloads/{pages.download_name(page)}"][download]'), "no download link"
         assert box.select_one(f'a[href="../notebooks/{pages.notebook_of(page)}/"]'), "no link to the notebook"
@@ -421,6 +420,8 @@ def test_every_page_is_light_its_links_lead_to_elements_and_its_code_fits_the_co
         ids = [e["id"] for e in elements if e.has_attr("id")] + [e["name"] for e in soup.select("a[name]")]
         problems += [f"{name}: id={id!r} on {count} elements" for id, count in sorted(Counter(ids).items())
                      if count > 1 or not id.strip()]
+        problems += [f"{name}: aria-labelledby names {id!r}, which no element has" for e in elements
+                     for id in e.get("aria-labelledby", "").split() if id not in ids]
         problems += [f"{name}: <{e.name} markdown={e['markdown']!r}>, not HTML: Python-Markdown leaves a block of HTML "
                      "as it is without it, so remove it from the page" for e in elements if e.has_attr("markdown")]
         outlines[page] = ids, [link for e in elements if e.name != "link" and (link := e.get("href") or e.get(
