@@ -208,7 +208,8 @@ def test_page_works_in_a_browser(page, events, source, url):
 
 
 def search_finds(page, query: str, *page_urls: str, first: bool = False) -> list[str]:
-    """Types `query` in the open search field: [] once a result (the first, if `first`) links to one of `page_urls`."""
+    """Types `query` in the open search field: [] once a result (the first, if `first`) links to one of `page_urls`,
+    else the problem."""
     search_field = page.locator("input.md-search__input")
     search_field.fill(query)
     search_field.press("End")  # Material reads the query on keyup: one keyup, one search

@@ -458,7 +458,8 @@ def test_the_search_index_holds_the_words_in_few_bytes(built_site):
 
 @pytest.mark.parametrize("edition", EDITIONS.values(), ids=EDITIONS)
 def test_a93_shows_the_books_ddp_script_and_ddp_inside_whole(edition, built_site):
-    """Blank lines aside, every line of the book's script, trailing comments included."""
+    """Blank lines aside, every line of the book's script, trailing comments included; ddp-inside.py whole, as its
+    download, with its recorded run under it."""
     soup = soup_of(built_site, f"{edition.prefix}a9-multi-gpu-training")
     title = edition.words["book_script"].format(script="DDP-script.py", parts="")
     shown = "\n".join(text for name, text in blocks(soup) if name.startswith(title)).splitlines()

@@ -301,7 +301,8 @@ def main():
     parser.add_argument("--render", action="store_true", help="measure nothing: write the figures of "
                         "measured/bench.json again (after a change to what they measured, which they then say)")
     parser.add_argument("--out", type=lambda path: Path(path).resolve(), default=ROOT,
-                        help="write measured/ and README.md under this folder, not in the repository")
+                        help="write measured/ and README.md under this folder instead of the "
+                        "repository (figures not measured come from the repository's bench.json)")
     parser.add_argument("--plain-training", action="store_true", help=argparse.SUPPRESS)  # measure_ddp's baseline
     args = parser.parse_args()
     if args.plain_training:
