@@ -32,9 +32,8 @@ def record_page(page: str) -> dict:
         raise store.RecordingError(f"the code of docs/{page} was {stopped}: does it wait for something?") from None
     except Failed as failed:
         raise store.RecordingError(f"the code of docs/{page} does not run alone: {failed}\n{failed.stderr}") from None
-    return {"page": program, "environment": run["environment"], "outputs": run["outputs"],
-            "plots": {key: {"data": plot["data"], "svg": in_both_palettes(plot["svg"])}
-                      for key, plot in run["plots"].items()}}
+    return {**run, "page": program, "plots": {key: {"data": plot["data"], "svg": in_both_palettes(plot["svg"])}
+                                              for key, plot in run["plots"].items()}}
 
 
 def in_both_palettes(svg: str) -> str:
@@ -52,8 +51,7 @@ def record(scripts: bool = True) -> store.Recording:
     # All in one pool, a DDP run (the longest jobs) and a page in turn: pages run from the start.
     jobs = [job for pair in zip_longest(SCRIPT_RUNS if scripts else [], chapter_pages) for job in pair if job]
     done = in_parallel(lambda job: (run_script if job in SCRIPT_RUNS else record_page)(job), jobs, os.cpu_count() or 2)
-    runs = {page: done[page] for page in chapter_pages}
-    varying = store.varying_patterns()
+    varying, runs = store.varying_patterns(), {page: done[page] for page in chapter_pages}
     recording = store.Recording(runs=runs)
     if scripts:
         recording.scripts = {name: store.to_store(store.stored_text(store.SCRIPT_OUTPUTS / name), done[name],
