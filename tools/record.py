@@ -41,8 +41,7 @@ def in_both_palettes(svg: str) -> str:
     (figure_1), its style rule for every element (*) kept to plots."""
     svg = re.sub(r' id="[\w.]+_\d+"', "", svg)
     svg = svg.replace("#000000", "currentColor").replace("fill: #ffffff", "fill: var(--md-default-bg-color, #fff)")
-    svg = svg.replace("<svg ", '<svg fill="currentColor" ', 1)
-    return svg.replace("*{", "figure.plot svg *{", 1)
+    return svg.replace("<svg ", '<svg fill="currentColor" ', 1).replace("*{", "figure.plot svg *{", 1)
 
 
 def record(scripts: bool = True) -> store.Recording:
@@ -92,9 +91,8 @@ def record_gpu() -> store.Recording:
     if not environment["gpu"]:
         raise store.RecordingError("make gpu-check records GPU outputs, but this torch sees no CUDA GPU; run it "
                                    "on a machine with one (and a CUDA build of torch).")
-    varying = store.varying_patterns()
     return store.Recording(manifest={"environment": environment}, outputs={
-        key: text for run in runs for key, text in run["outputs"].items() if text and key in varying})
+        key: text for run in runs for key, text in run["outputs"].items() if text and key in store.varying_patterns()})
 
 
 def gpu_files(recording: store.Recording) -> dict[Path, str]:
