@@ -36,7 +36,7 @@ def test_a_changed_new_or_vanished_output_is_reported_by_its_file_and_a_declared
     version, fresh = OUTPUTS / "a1_what_is_pytorch" / "version.txt", recording.outputs["a1_what_is_pytorch:version"]
     problems = store.drift(recording, stored_with({shape: shape.read_text().replace("3", "4", 1),
                                                    loss: loss.read_text().replace("training loss", "loss", 1),
-                                                   version: "no torch here\n"}))  # not the declared shape
+                                                   version: "no torch here\n"}))
     changed = ["a1_what_is_pytorch/version.txt", "a2_tensors/shape.txt", "a7_training_loop/plot_loss.plot.json"]
     assert [p.split(" (run `make outputs`")[0] for p in problems] == [  # each a diff, with what to run
         f"snippets/outputs/{name} differs from a fresh run" for name in changed], problems
