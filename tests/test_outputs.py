@@ -1,7 +1,5 @@
 """Every chapter page runs alone and prints exactly what is stored: its outputs, its notebook cells."""
 
-import contextlib
-import io
 import json
 import os
 import re
@@ -35,19 +33,18 @@ def stored_with(change: dict) -> dict:
 def test_a_changed_new_or_vanished_output_is_reported_by_its_file_and_a_declared_line_by_its_shape(recording):
     shape, old = OUTPUTS / "a2_tensors" / "shape.txt", OUTPUTS / "a2_tensors" / "removed_section.txt"
     loss = OUTPUTS / "a7_training_loop" / "plot_loss.plot.json"  # a plot's data is compared like an output
+    version, fresh = OUTPUTS / "a1_what_is_pytorch" / "version.txt", recording.outputs["a1_what_is_pytorch:version"]
     problems = store.drift(recording, stored_with({shape: shape.read_text().replace("3", "4", 1),
-                                                   loss: loss.read_text().replace("training loss", "loss", 1)}))
-    changed = ["a2_tensors/shape.txt", "a7_training_loop/plot_loss.plot.json"]  # each a diff, with what to run
-    assert [p.split(" (run `make outputs`")[0] for p in problems] == [
+                                                   loss: loss.read_text().replace("training loss", "loss", 1),
+                                                   version: "no torch here\n"}))
+    changed = ["a1_what_is_pytorch/version.txt", "a2_tensors/shape.txt", "a7_training_loop/plot_loss.plot.json"]
+    assert [p.split(" (run `make outputs`")[0] for p in problems] == [  # each a diff, with what to run
         f"snippets/outputs/{name} differs from a fresh run" for name in changed], problems
-    assert "-torch.Size([2, 4])" in problems[0] and "+torch.Size([2, 3])" in problems[0]
+    assert "-torch.Size([2, 4])" in problems[1] and "+torch.Size([2, 3])" in problems[1]
     problems = "\n".join(store.drift(recording, stored_with({shape: None, old: "old\n"})))
     assert "snippets/outputs/a2_tensors/shape.txt is not recorded" in problems
     assert "snippets/outputs/a2_tensors/removed_section.txt is stored but nothing prints it" in problems
-    version, fresh = OUTPUTS / "a1_what_is_pytorch" / "version.txt", recording.outputs["a1_what_is_pytorch:version"]
     assert store.drift(recording, stored_with({version: re.sub(r"\d", "9", fresh)})) == []  # the same shape
-    problems = store.drift(recording, stored_with({version: "no torch here\n"}))
-    assert [p.split(" differs")[0] for p in problems] == ["snippets/outputs/a1_what_is_pytorch/version.txt"]
 
 
 def test_each_plot_is_the_figure_its_own_block_draws(recording):
@@ -123,7 +120,7 @@ def test_every_declared_line_and_torch_version_typed_is_held_to_a_wrong_value_or
 
 
 @pytest.mark.parametrize("key", [key for key, spec in store.varying_patterns().items() if spec.get("random")])
-def test_an_unseeded_output_keeps_its_layout_whatever_the_draw(key, recording):
+def test_an_unseeded_output_keeps_its_layout_whatever_the_draw(key, recording, capsys):
     """The page's code up to the section, run DRAWS times here from fresh random states: every printout
     has the recorded layout (its lines' count and lengths), only the digits change."""
     sections = next(run["page"].sections for run in recording.runs.values() if key in run["outputs"])
@@ -132,12 +129,11 @@ def test_an_unseeded_output_keeps_its_layout_whatever_the_draw(key, recording):
     try:
         for _ in range(DRAWS):
             torch.seed()
-            namespace, printed = {"__name__": "__main__"}, io.StringIO()
-            with contextlib.redirect_stdout(printed):
-                for section in prefix:
-                    before = printed.tell()
-                    exec(section.code, namespace)
-            text = printed.getvalue()[before:]
+            namespace = {"__name__": "__main__"}
+            for section in prefix:
+                capsys.readouterr()
+                exec(section.code, namespace)
+            text = capsys.readouterr().out
             diff = compare_text(recording.outputs[key], text, key, store.varying_patterns())
             assert diff is None, f"a fresh draw printed {key} in another layout:\n{diff}"
             shapes.add(tuple(map(len, text.splitlines())))

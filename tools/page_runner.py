@@ -26,7 +26,7 @@ TIME_LIMIT = 300  # seconds: the tools' limit on one run, a page or a script
 RUN_BLOCKS = "--run-blocks"  # run_page's child: this file, or one carrying it
 OWN_GROUP = ({"start_new_session": True} if os.name == "posix" else
              {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP})
-# A signal handler may call end_all while its thread holds the lock.
+# A signal handler may end the runs while its thread holds the lock.
 running, lock, stopping = set(), threading.RLock(), threading.Event()
 
 
@@ -78,14 +78,6 @@ def end_group(process):
             os.kill(pid, signal.SIGKILL)
 
 
-def end_all():
-    """End every group now running, and start no more (a signal handler's)."""
-    with lock:
-        stopping.set()
-        for process in list(running):
-            end_group(process)
-
-
 def tagged(tag):
     """{pid: command line} of the running processes tagged `tag`, by psutil."""
     try:
@@ -124,8 +116,11 @@ def in_parallel(function, items, jobs):
             for future in done:
                 future.result()  # a failure, at once
         return {item: future.result() for item, future in futures.items()}
-    except BaseException:
-        end_all()
+    except BaseException:  # end every group now running, and start no more
+        with lock:
+            stopping.set()
+            for process in list(running):
+                end_group(process)
         raise
     finally:
         pool.shutdown(cancel_futures=True)

@@ -32,9 +32,8 @@ def record_page(page: str) -> dict:
         raise store.RecordingError(f"the code of docs/{page} was {stopped}: does it wait for something?") from None
     except Failed as failed:
         raise store.RecordingError(f"the code of docs/{page} does not run alone: {failed}\n{failed.stderr}") from None
-    return {"page": program, "environment": run["environment"], "outputs": run["outputs"],
-            "plots": {key: {"data": plot["data"], "svg": in_both_palettes(plot["svg"])}
-                      for key, plot in run["plots"].items()}}
+    return {**run, "page": program, "plots": {key: {"data": plot["data"], "svg": in_both_palettes(plot["svg"])}
+                                              for key, plot in run["plots"].items()}}
 
 
 def in_both_palettes(svg: str) -> str:
@@ -42,8 +41,7 @@ def in_both_palettes(svg: str) -> str:
     (figure_1), its style rule for every element (*) kept to plots."""
     svg = re.sub(r' id="[\w.]+_\d+"', "", svg)
     svg = svg.replace("#000000", "currentColor").replace("fill: #ffffff", "fill: var(--md-default-bg-color, #fff)")
-    svg = svg.replace("<svg ", '<svg fill="currentColor" ', 1)
-    return svg.replace("*{", "figure.plot svg *{", 1)
+    return svg.replace("<svg ", '<svg fill="currentColor" ', 1).replace("*{", "figure.plot svg *{", 1)
 
 
 def record(scripts: bool = True) -> store.Recording:
@@ -52,8 +50,7 @@ def record(scripts: bool = True) -> store.Recording:
     # All in one pool, a DDP run (the longest jobs) and a page in turn: pages run from the start.
     jobs = [job for pair in zip_longest(SCRIPT_RUNS if scripts else [], chapter_pages) for job in pair if job]
     done = in_parallel(lambda job: (run_script if job in SCRIPT_RUNS else record_page)(job), jobs, os.cpu_count() or 2)
-    runs = {page: done[page] for page in chapter_pages}
-    varying = store.varying_patterns()
+    varying, runs = store.varying_patterns(), {page: done[page] for page in chapter_pages}
     recording = store.Recording(runs=runs)
     if scripts:
         recording.scripts = {name: store.to_store(store.stored_text(store.SCRIPT_OUTPUTS / name), done[name],
@@ -94,9 +91,8 @@ def record_gpu() -> store.Recording:
     if not environment["gpu"]:
         raise store.RecordingError("make gpu-check records GPU outputs, but this torch sees no CUDA GPU; run it "
                                    "on a machine with one (and a CUDA build of torch).")
-    varying = store.varying_patterns()
     return store.Recording(manifest={"environment": environment}, outputs={
-        key: text for run in runs for key, text in run["outputs"].items() if text and key in varying})
+        key: text for run in runs for key, text in run["outputs"].items() if text and key in store.varying_patterns()})
 
 
 def gpu_files(recording: store.Recording) -> dict[Path, str]:

@@ -66,9 +66,8 @@ class Recording:  # everything `make outputs` writes, in memory
             files[output_path(key, ".plot.json", folder)] = json.dumps(plot["data"], indent=1) + "\n"
             files[output_path(key, ".svg", folder)] = plot["svg"]
         files[folder / MANIFEST.name] = json.dumps(self.manifest, indent=2, sort_keys=True) + "\n"
-        files.update(self.notebooks)
-        files.update({SCRIPT_OUTPUTS / name: text for name, text in (self.scripts or {}).items()})
-        return files
+        scripts = {SCRIPT_OUTPUTS / name: text for name, text in (self.scripts or {}).items()}
+        return {**files, **self.notebooks, **scripts}
 
 
 def output_path(key: str, suffix: str, folder: Path = OUTPUTS) -> Path:
