@@ -26,8 +26,8 @@ TIME_LIMIT = 300  # seconds: the tools' limit on one run, a page or a script
 RUN_BLOCKS = "--run-blocks"  # run_page's child: this file, or one carrying it
 OWN_GROUP = ({"start_new_session": True} if os.name == "posix" else
              {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP})
-# A signal handler may end the runs while its thread holds the lock.
-running, lock, stopping = set(), threading.RLock(), threading.Event()
+# The groups now running, and whether a stop has come (in_parallel ends them).
+running, lock, stopping = set(), threading.Lock(), threading.Event()
 
 
 class Failed(Exception):  # a command or page that ended badly; its `stderr`
@@ -134,7 +134,8 @@ def run_page(code, name, keys, timeout, env=None, plots=False,
     """Run a page's download `code` alone as the file `name`: {"outputs":
     {key: what its block printed}, "plots": {key: its plot, with `plots`},
     "environment": {...}}, `keys` naming the blocks in order. `whole`: run
-    as `python SCRIPT`, all printed is its one block's (environment None)."""
+    as `python SCRIPT`, all printed is its one block's (no plots,
+    environment None)."""
     with tempfile.TemporaryDirectory(prefix="page-run-") as folder:
         script, result = Path(folder, name), Path(folder, "result.json")
         script.write_text(code, encoding="utf-8")
