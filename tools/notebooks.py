@@ -15,7 +15,8 @@ KERNEL = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": 
 ADMONITION = re.compile(r'^(?:!!!|\?\?\?\+?|===) ?(\w*)(?: *"([^"]*)")?\s*$')
 FENCE = re.compile(r"^(`{3,})(\w*)")  # of text, math or a shell: the code blocks are the page's pages.Block
 # A heading, and its English anchor: a Chinese heading's `{ #anchor }`, else the toc extension's (of a page's title, the
-# English one), kept in an <a id> for its page (tools/hooks/render_notebooks.py): Jupyter shows `{ #anchor }` as text.
+# English one), kept in an <a id> for its page (tools/hooks/render_notebooks.py), since mkdocs-jupyter makes ids of
+# the ASCII letters only (and Jupyter shows `{ #anchor }` as text).
 HEADING = re.compile(r"^(#{1,5}) (.*?)(?: \{ *#([\w-]+) *\})?$")
 LOCAL_LINK = re.compile(r"\[([^\]]+)\]\((?!https?://)[^)]*\)")
 # What only the page has: its text between these marks (an output's title, the box at its end), and a figure, but
