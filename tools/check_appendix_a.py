@@ -145,13 +145,12 @@ def machine_lines(facts, lacks):
                else "not available",
         "NCCL": f"available ({nccl})" if nccl else "not in this build",
         "Gloo": "available" if facts["gloo"] else "not in this build"}
-    why = "no CUDA GPU is visible" if nccl else "this torch has no NCCL"
     machine["DDP"] = (
         "torch.distributed is not in this build: the DDP scripts cannot run "
         "here" if not facts["distributed"] else
         "the scripts use NCCL here, one process on each of the "
         f"{counted(len(gpus), 'GPU')}" if nccl and gpus else
-        f"the scripts use Gloo on CPU processes here ({why})" if facts["gloo"]
+        "the scripts use Gloo on CPU processes here" if facts["gloo"]
         else "neither NCCL nor Gloo: the DDP scripts cannot run")
     for package in [p for p in SITE["packages"] if p != "torch"]:  # above
         machine[package] = "not installed" if package in lacks else (
@@ -256,8 +255,6 @@ def report_text(data):
                   for line in page_lines(name, verdict, whole=True))]
     if device := data["device"]:
         out += [f"## On {device['device']}: {device['gpu']}\n",
-                "What each block of the pages with device code printed there "
-                "(the data at the end keeps it for the site's recordings).\n",
                 fenced(line for name, ran in device["pages"].items()
                        for line in device_lines(name, ran, device["device"]))]
     payload = json.dumps(data, indent=1, ensure_ascii=False)
@@ -383,6 +380,5 @@ if __name__ == "__main__" and sys.argv[1:2] == [RUN_BLOCKS]:  # run_page's
 elif __name__ == "__main__" and sys.argv[1:2] == [MISSING]:  # missing()'s
     print(*(p for p in sys.argv[2:] if not importlib.util.find_spec(p)))
 elif __name__ == "__main__":
-    if hasattr(sys.stdout, "reconfigure"):  # a console that lacks a character
-        sys.stdout.reconfigure(errors="replace")
+    sys.stdout.reconfigure(errors="replace")  # a console lacking a character
     sys.exit(main())

@@ -90,7 +90,7 @@ def generate(site: dict | None = None) -> str:
     _, runner_imports, runner = parts(page_runner)
     head, imports, program = parts(check_appendix_a)
     site_json = json.dumps(site_data() if site is None else site, indent=1, ensure_ascii=False)
-    literal = repr(site_json) if "'''" in site_json or site_json.endswith("\\") else f"r'''{site_json}'''"
+    literal = repr(site_json) if "'''" in site_json else f"r'''{site_json}'''"
     return (head + "".join(sorted(imports | runner_imports)) + runner.split('\nif __name__ == "__main__"')[0].rstrip()
             + "\n\n" + program.replace("\nSITE = {}", f"\nSITE = json.loads({literal})", 1))
 
@@ -126,8 +126,7 @@ def run_checker(python: str, site: dict) -> dict:
     """Run the checker of `site` with `python` alone, in an empty folder; the report's data."""
     with tempfile.TemporaryDirectory(prefix="checker-versions-") as folder:
         (Path(folder) / NAME).write_text(generate(site))
-        command = [python, "-I", NAME, "--report", "report.md", "--jobs", "2"]
-        status, stdout, stderr = run(command, 3600, cwd=folder)
+        status, stdout, stderr = run([python, "-I", NAME, "--report", "report.md", "--jobs", "2"], 3600, cwd=folder)
         if not (report := Path(folder) / "report.md").exists():
             sys.exit(f"checker-versions: {python} {NAME} wrote no report (exit status {status}):\n{stderr}")
         print(stdout, file=sys.stderr)
