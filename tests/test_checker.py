@@ -253,6 +253,21 @@ def imported(tmp_path, monkeypatch, device, gpu, fake_runs=True):
     return module
 
 
+def test_a_page_that_fails_on_the_gpu_fails_the_check(monkeypatch, tmp_path, capsys):
+    program = imported(tmp_path, monkeypatch, "cuda", "NVIDIA H200")
+    run_page = program.run_page
+
+    def failing_on_the_gpu(code, script, keys, timeout, env, hide_mps, whole):
+        if not hide_mps and script == pages.download_name("a9-gpu-training.md"):
+            raise program.Failed("CUDA error: out of memory")
+        return run_page(code, script, keys, timeout, env, hide_mps, whole)
+
+    monkeypatch.setattr(program, "run_page", failing_on_the_gpu)
+    assert program.main(["--page", "A.9"]) == 1
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        "Failed on cuda: A.9. All the same: the page prints what the site shows.")
+
+
 @pytest.mark.parametrize("device, gpu", [("cuda", "NVIDIA H200"), ("mps", "Apple silicon GPU")])
 def test_on_a_gpu_the_device_code_runs_there_and_a_cuda_report_is_recorded(device, gpu, monkeypatch, tmp_path, capsys):
     """Every GPU (CUDA's, MPS) hidden on the CPU and none on the device."""

@@ -289,7 +289,7 @@ def above_zero(kind):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(
-        prog=f"python {NAME}", description=__doc__.splitlines()[0])
+        prog=f"python {NAME}", description=__doc__.split("\n\n")[0])
     parser.error = lambda message: parser.exit(2, f"{NAME}: {message}.\n")
     parser.add_argument("--page", action="append", type=page_name,
                         metavar="PAGE", help=f"check only this page: "
@@ -370,6 +370,10 @@ def check(args, facts, machine, lacks):
                                 for cell in SITE["pages"][name]["cells"]]
             print("\n".join(device_lines(name, ran, device, cpu_runs[name])))
         data["device"] = {"device": device, "gpu": gpu, "pages": runs}
+        if failed := [SITE["pages"][name]["id"] for name, ran in runs.items()
+                      if ran["status"] != "ran"]:  # a difference is normal
+            data["summary"] = (f"Failed on {device}: {', '.join(failed)}. "
+                               + data["summary"])
     data["seconds"] = round(time.perf_counter() - start, 1)
     print(f"\n{data['summary']}")
     return data
