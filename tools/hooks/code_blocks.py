@@ -31,10 +31,9 @@ def _plot_figure(plot: Path, key: str, edition, source: str) -> str:
     if (caption := edition.words.get(f"plot:{key}")) is None:
         return problem(f"{source}: tools/words.toml has no words 'plot:{key}' (what the plot of {key} shows, "
                        "its caption and alt text); add them.", "Plot without a caption")
-    svg = plot.read_text()
     name = f"plot-{key.replace(':', '-').replace('_', '-')}"
-    svg = svg[svg.index("<svg"):].replace("<svg ", f'<svg role="img" aria-labelledby="{name}" ', 1)
-    return (f'<figure class="plot">\n{svg.strip()}\n'
+    svg = plot.read_text().partition("<svg ")[2].strip()
+    return (f'<figure class="plot">\n<svg role="img" aria-labelledby="{name}" {svg}\n'
             f'<figcaption id="{name}">{caption}</figcaption>\n</figure>')
 
 
