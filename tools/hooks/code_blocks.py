@@ -106,14 +106,12 @@ def _blocks(markdown: str, program: pages.Page, edition) -> str:
 
 
 def _run_it_yourself(src: str, sections: list[Section], config, edition) -> str:
-    words, name = edition.words, pages.download_name(src)
+    words, name, notebook = edition.words, pages.download_name(src), pages.notebook_of(src)
     script = get_relative_url(f"downloads/{name}", src)
     packages = edition.listing(prerequisites.as_code(pages.needs(sections)))
-    links = [words["download"].format(script=f'[`{name}`]({script}){{ download="{name}" }}', packages=packages)]
-    if notebook := pages.notebook_of(src):
-        links.append(words["notebook"].format(
-            notebook=f"[{notebook}]({get_relative_url(f'notebooks/{notebook}.ipynb', src)})")
-            + pages.colab_link(config, notebook, edition, "colab"))
+    links = [words["download"].format(script=f'[`{name}`]({script}){{ download="{name}" }}', packages=packages),
+             words["notebook"].format(notebook=f"[{notebook}]({get_relative_url(f'notebooks/{notebook}.ipynb', src)})")
+             + pages.colab_link(config, notebook, edition, "colab")]
     return f'!!! tip "{words["run_it_yourself"]}"\n\n    ' + words["or"].join(links) + words["full_stop"] + "\n\n"
 
 
