@@ -90,9 +90,8 @@ def _blocks(markdown: str, program: pages.Page, edition) -> str:
             after.append(f'!!! info book "{edition.words["differs"]}"\n'
                          + "".join(f"\n    {d.reason(edition.language)}\n" for d in differences))
         for section in block.sections:
-            entry = entries.get(section.key)
             where = f"snippets/{section.module}.py, section '{section.name}' on {source}"
-            if entry is None or entry["code"] != program.fingerprints[section.key]:
+            if (entry := entries.get(section.key)) is None or entry["code"] != program.fingerprints[section.key]:
                 after.append(problem(f"{where}: its code (or code before it on the page) changed since its output "
                                      "was recorded; run `make outputs`."))
             elif entry["prints"] and section not in printed:
