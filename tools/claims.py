@@ -57,8 +57,7 @@ def _block(keys: tuple[str, ...], read) -> Output | None:  # what a code block s
 
 
 def problems(markdown: str, source: str, read=stored_output) -> list[str]:
-    """Each mark of `markdown`, the text of the page file `source`, that is false or cannot be read, against the
-    outputs that `read("module:section")` gives."""
+    """Each mark of `markdown` that is false or cannot be read, against the outputs `read("module:section")` gives."""
     if not (found_marks := marks(markdown)):
         return []
     blocks = pages.read(source, text=markdown).blocks

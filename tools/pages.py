@@ -26,8 +26,7 @@ NOTEBOOKS = {
 # The pages with device code: their machine-dependent outputs are recorded on a GPU too (make gpu-check).
 GPU_PAGES = ["a1-what-is-pytorch.md", "a9-gpu-training.md", "exercises.md"]
 
-# A code block: a python fence whose body is snippet-section includes, each on its own line (a blank line may part
-# two), read by INCLUDE. The one pattern of a block: every part of the site reads its blocks with it.
+# A code block: a python fence whose body is snippet-section includes, each on its own line (a blank line may part two).
 INCLUDE = r'--8<-- "snippets/(\w+)\.py:([\w-]+)"'
 SNIPPET_FENCE = re.compile(rf"^(?P<indent>[ \t]*)```python(?P<attributes>[^\n]*)\n(?P<includes>(?:(?P=indent)"
                            rf"{INCLUDE}\n(?:[ \t]*\n(?=[ \t]*--8<--))?)+)(?P=indent)```[ \t]*$", re.M)

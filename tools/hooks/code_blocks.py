@@ -31,10 +31,9 @@ def _plot_figure(plot: Path, key: str, edition, source: str) -> str:
     if (caption := edition.words.get(f"plot:{key}")) is None:
         return problem(f"{source}: tools/words.toml has no words 'plot:{key}' (what the plot of {key} shows, "
                        "its caption and alt text); add them.", "Plot without a caption")
-    svg = plot.read_text()
     name = f"plot-{key.replace(':', '-').replace('_', '-')}"
-    svg = svg[svg.index("<svg"):].replace("<svg ", f'<svg role="img" aria-labelledby="{name}" ', 1)
-    return (f'<figure class="plot">\n{svg.strip()}\n'
+    svg = plot.read_text().partition("<svg ")[2].strip()
+    return (f'<figure class="plot">\n<svg role="img" aria-labelledby="{name}" {svg}\n'
             f'<figcaption id="{name}">{caption}</figcaption>\n</figure>')
 
 
@@ -91,9 +90,8 @@ def _blocks(markdown: str, program: pages.Page, edition) -> str:
             after.append(f'!!! info book "{edition.words["differs"]}"\n'
                          + "".join(f"\n    {d.reason(edition.language)}\n" for d in differences))
         for section in block.sections:
-            entry = entries.get(section.key)
             where = f"snippets/{section.module}.py, section '{section.name}' on {source}"
-            if entry is None or entry["code"] != program.fingerprints[section.key]:
+            if (entry := entries.get(section.key)) is None or entry["code"] != program.fingerprints[section.key]:
                 after.append(problem(f"{where}: its code (or code before it on the page) changed since its output "
                                      "was recorded; run `make outputs`."))
             elif entry["prints"] and section not in printed:
@@ -107,14 +105,12 @@ def _blocks(markdown: str, program: pages.Page, edition) -> str:
 
 
 def _run_it_yourself(src: str, sections: list[Section], config, edition) -> str:
-    words, name = edition.words, pages.download_name(src)
+    words, name, notebook = edition.words, pages.download_name(src), pages.notebook_of(src)
     script = get_relative_url(f"downloads/{name}", src)
     packages = edition.listing(prerequisites.as_code(pages.needs(sections)))
-    links = [words["download"].format(script=f'[`{name}`]({script}){{ download="{name}" }}', packages=packages)]
-    if notebook := pages.notebook_of(src):
-        links.append(words["notebook"].format(
-            notebook=f"[{notebook}]({get_relative_url(f'notebooks/{notebook}.ipynb', src)})")
-            + pages.colab_link(config, notebook, edition, "colab"))
+    links = [words["download"].format(script=f'[`{name}`]({script}){{ download="{name}" }}', packages=packages),
+             words["notebook"].format(notebook=f"[{notebook}]({get_relative_url(f'notebooks/{notebook}.ipynb', src)})")
+             + pages.colab_link(config, notebook, edition, "colab")]
     return f'!!! tip "{words["run_it_yourself"]}"\n\n    ' + words["or"].join(links) + words["full_stop"] + "\n\n"
 
 

@@ -33,8 +33,7 @@ def _code_html(code: str, language: str, title: str) -> str:
 
 def _folded(summary: str, body: str, wide_open: bool = False) -> str:
     """Collapsed, out of the search; `wide_open`: opened on a wide screen (docs/assets/open-wide.js), not on a phone."""
-    opens = " data-open-wide" if wide_open else ""
-    return f"<details{opens}><summary>{summary}</summary>{body}</details>"
+    return f"<details{' data-open-wide' if wide_open else ''}><summary>{summary}</summary>{body}</details>"
 
 
 def _scripts_as_html(content: str, page: str, edition) -> str:

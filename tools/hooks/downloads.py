@@ -1,5 +1,4 @@
-"""The downloads (under downloads/): the files of scripts/ (the DDP scripts, the SLURM example, fault-injection),
-each chapter page's code as one script, and the checker."""
+"""The downloads (under downloads/): the files of scripts/, each chapter page's code as one script, and the checker."""
 
 import contextlib
 import sys

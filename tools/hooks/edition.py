@@ -36,10 +36,9 @@ def on_config(config):
 
 
 def on_files(files, /, *, config):
-    if editions.of(config) is not editions.ENGLISH:
-        for path in sorted((editions.ENGLISH.docs / "assets").glob("*.*")):
-            if not files.get_file_from_path(f"assets/{path.name}"):
-                files.append(File.generated(config, f"assets/{path.name}", abs_src_path=str(path)))
+    for path in sorted((editions.ENGLISH.docs / "assets").glob("*.*")):
+        if not files.get_file_from_path(f"assets/{path.name}"):
+            files.append(File.generated(config, f"assets/{path.name}", abs_src_path=str(path)))
     return files
 
 

@@ -43,6 +43,5 @@ def on_post_build(*, config) -> None:
     separator = re.compile(index["config"]["separator"])
     for entry in index["docs"]:
         for field in ("title", "text"):
-            if ZERO_WIDTH_SPACE in entry[field]:
-                entry[field] = _without_idle_spaces(entry[field], separator)
+            entry[field] = _without_idle_spaces(entry[field], separator)
     index_file.write_text(json.dumps(index, ensure_ascii=False, separators=(",", ":")))
