@@ -10,8 +10,8 @@ It needs only torch. Each page's download runs alone in a fresh Python, on
 the CPU, in an empty temporary folder, and what each block prints is compared
 with the site: lines that depend on the machine by their shape, and a block
 that needs a package this Python lacks is named, not run. On a GPU, the pages
-with device code run there too. It exits with 0 when nothing differs
-unexpectedly, and leaves no file or process behind.
+with device code run there too. It exits with 0 when every page runs and
+nothing differs unexpectedly, and leaves no file or process behind.
 """
 
 import argparse
@@ -372,8 +372,8 @@ def check(args, facts, machine, lacks):
         data["device"] = {"device": device, "gpu": gpu, "pages": runs}
         if failed := [SITE["pages"][name]["id"] for name, ran in runs.items()
                       if ran["status"] != "ran"]:  # a difference is normal
-            data["summary"] = (f"Failed on {device}: {', '.join(failed)}. "
-                               + data["summary"])
+            data["summary"] = (f"{', '.join(failed)} failed on {device}. On "
+                               f"the CPU: {data['summary']}")
     data["seconds"] = round(time.perf_counter() - start, 1)
     print(f"\n{data['summary']}")
     return data
