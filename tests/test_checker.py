@@ -265,7 +265,7 @@ def test_a_page_that_fails_on_the_gpu_fails_the_check(monkeypatch, tmp_path, cap
     monkeypatch.setattr(program, "run_page", failing_on_the_gpu)
     assert program.main(["--page", "A.9"]) == 1
     assert capsys.readouterr().out.splitlines()[-1] == (
-        "A.9 failed on cuda. On the CPU: All the same: the page prints what the site shows.")
+        "A.9 failed on cuda. On the CPU, the page prints what the site shows.")
 
 
 @pytest.mark.parametrize("device, gpu", [("cuda", "NVIDIA H200"), ("mps", "Apple silicon GPU")])
